@@ -1,0 +1,73 @@
+# Finds the optional dependencies and sets BRAID_HAVE_<DEP> (0/1), one line each.
+function(braid_resolve dep found reason)
+  if(BRAID_WITH_${dep} STREQUAL "OFF")
+    set(BRAID_HAVE_${dep} 0 PARENT_SCOPE)
+    message(STATUS "braid: ${dep} parts left out (BRAID_WITH_${dep}=OFF)")
+  elseif(${found})
+    set(BRAID_HAVE_${dep} 1 PARENT_SCOPE)
+    message(STATUS "braid: ${dep} parts enabled")
+  elseif(BRAID_WITH_${dep} STREQUAL "ON")
+    message(FATAL_ERROR "braid: BRAID_WITH_${dep}=ON but ${reason}")
+  else()
+    set(BRAID_HAVE_${dep} 0 PARENT_SCOPE)
+    message(STATUS "braid: ${dep} parts left out: ${reason}")
+  endif()
+endfunction()
+
+find_package(PkgConfig QUIET)
+
+# MPI (the bench baseline and the mpirun bootstrap).
+set(_mpi_found FALSE)
+if(NOT BRAID_WITH_MPI STREQUAL "OFF")
+  find_package(MPI QUIET COMPONENTS C)
+  if(MPI_C_FOUND)
+    set(_mpi_found TRUE)
+  endif()
+endif()
+braid_resolve(MPI _mpi_found "no MPI found (apt-get install libopenmpi-dev openmpi-bin)")
+
+# hwloc (topology discovery).
+set(_hwloc_found FALSE)
+if(NOT BRAID_WITH_HWLOC STREQUAL "OFF" AND PKG_CONFIG_FOUND)
+  pkg_check_modules(HWLOC QUIET IMPORTED_TARGET hwloc)
+  if(HWLOC_FOUND)
+    set(_hwloc_found TRUE)
+  endif()
+endif()
+braid_resolve(HWLOC _hwloc_found "no hwloc found (apt-get install libhwloc-dev)")
+
+# UCX (inter-node transport).
+set(_ucx_found FALSE)
+if(NOT BRAID_WITH_UCX STREQUAL "OFF" AND PKG_CONFIG_FOUND)
+  pkg_check_modules(UCX QUIET IMPORTED_TARGET ucx)
+  if(UCX_FOUND)
+    set(_ucx_found TRUE)
+  endif()
+endif()
+braid_resolve(UCX _ucx_found "no UCX found (apt-get install libucx-dev)")
+
+# ibverbs (RDMA transport).
+set(_verbs_found FALSE)
+if(NOT BRAID_WITH_VERBS STREQUAL "OFF")
+  find_library(IBVERBS_LIBRARY ibverbs)
+  find_path(IBVERBS_INCLUDE infiniband/verbs.h)
+  if(IBVERBS_LIBRARY AND IBVERBS_INCLUDE)
+    set(_verbs_found TRUE)
+  endif()
+endif()
+braid_resolve(VERBS _verbs_found "no libibverbs found (apt-get install libibverbs-dev)")
+
+# CUDA (device kernels and transports): only where nvcc exists.
+set(_cuda_found FALSE)
+if(NOT BRAID_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(_cuda_found TRUE)
+  endif()
+endif()
+braid_resolve(CUDA _cuda_found "no nvcc found")
+

@@ -1,0 +1,147 @@
+// braid's C++ API: communicators and collectives on host memory. The one public C++ header of
+// comm/ (the C API is comm/braid.h).
+//
+// Ordering: every rank must call the same collectives in the same order with matching
+// (count, dtype, op, root); a mismatch is detected and reported as ErrorCode::kMismatch on
+// every rank, never wrong data. Blocking and non-blocking calls on one communicator are executed
+// in the order they were issued. A Communicator may be used from several threads, but calls are
+// serialised in the order they take its lock; abort() may be called from any thread at any time.
+//
+// Errors: every failure throws braid::Error whose message names this rank, the peer, the
+// collective and its size. After an error other than kInvalidUsage the communicator is broken:
+// later calls fail with the same error.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/deadline.h"
+#include "common/error.h"
+#include "kernels/types.h"
+
+namespace braid {
+
+/// Which collective algorithm to run (kAuto lets the tuner choose). BRAID_ALGO overrides kAuto.
+enum class Algorithm : uint8_t { kAuto = 0, kRing = 1, kOneShot = 2, kChain = 3 };
+const char* algorithmName(Algorithm algo);
+/// Parses "auto", "ring", "oneshot", "chain"; false on an unknown name.
+bool parseAlgorithm(const std::string& name, Algorithm* out);
+
+/// Collective kinds (also carried in every message header for the mismatch check).
+enum class Collective : uint8_t {
+  kAllReduce = 1,
+  kReduceScatter = 2,
+  kAllGather = 3,
+  kBroadcast = 4,
+  kReduce = 5,
+  kSend = 6,
+  kRecv = 7,
+  kBarrier = 8,
+};
+const char* collectiveName(Collective coll);
+
+/// NCCL-style opaque id: rank 0 makes one with Communicator::uniqueId() and hands it to the other
+/// ranks out of band (MPI_Bcast, a file, ...). It holds rank 0's store address and job secret.
+struct UniqueId {
+  std::array<char, 128> bytes{};
+};
+
+/// Knobs; every field has an environment override (named beside it) and a sane default.
+struct Options {
+  double timeoutSeconds = 0;      ///< BRAID_TIMEOUT; 0 = from environment (default 60)
+  std::string transport;          ///< BRAID_TRANSPORT: "" = best per peer, "shm", "tcp"
+  Algorithm algorithm = Algorithm::kAuto;  ///< BRAID_ALGO
+  size_t chunkBytes = 0;          ///< BRAID_CHUNK: slot size, 0 = default (128K)
+  int channels = 0;               ///< BRAID_CHANNELS: lanes in parallel, 0 = default
+};
+
+class Request;
+struct CommState;
+
+/// A group of ranks that run collectives together.
+class Communicator {
+ public:
+  /// From torchrun's variables RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+  /// MASTER_PORT (and BRAID_SECRET from braidrun); under mpirun (OMPI_COMM_WORLD_*, built with
+  /// MPI) from MPI. Collective: every rank must call it. Throws kInvalidUsage naming a missing or
+  /// malformed variable.
+  static Communicator fromEnvironment(const Options& options = {});
+  /// From an id made by rank 0's uniqueId(); collective over `size` ranks.
+  static Communicator fromUniqueId(const UniqueId& id, int rank, int size,
+                                   const Options& options = {});
+  /// Makes a fresh id and starts the rendezvous service in this process (which must then join as
+  /// a rank of that communicator, conventionally rank 0, and outlive the rendezvous).
+  static UniqueId uniqueId();
+
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+  ~Communicator();
+
+  int rank() const;
+  int size() const;
+
+  // Blocking collectives. In-place when send == recv (for allGather: send == recv +
+  // rank*count*elemsize; for reduceScatter: send + rank*recvCount*elemsize == recv).
+  void allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op);
+  void reduceScatter(const void* send, void* recv, size_t recvCount, DataType type, RedOp op);
+  void allGather(const void* send, void* recv, size_t sendCount, DataType type);
+  void broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root);
+  void send(const void* buf, size_t count, DataType type, int peer);
+  void recv(void* buf, size_t count, DataType type, int peer);
+  void barrier();
+
+  // Non-blocking: the same, returning at once; buffers must stay valid until completion.
+  Request allReduceAsync(const void* send, void* recv, size_t count, DataType type, RedOp op);
+  Request reduceScatterAsync(const void* send, void* recv, size_t recvCount, DataType type,
+                             RedOp op);
+  Request allGatherAsync(const void* send, void* recv, size_t sendCount, DataType type);
+  Request broadcastAsync(const void* send, void* recv, size_t count, DataType type, int root);
+  Request reduceAsync(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                      int root);
+  Request sendAsync(const void* buf, size_t count, DataType type, int peer);
+  Request recvAsync(void* buf, size_t count, DataType type, int peer);
+  Request barrierAsync();
+
+  /// Tears the communicator down from any thread: calls in flight here end with kAborted, peers
+  /// see a remote error naming this rank. Idempotent.
+  void abort();
+
+  /// What the tuner would run for this collective and size (for benches and logs).
+  Algorithm chosenAlgorithm(Collective coll, size_t bytes) const;
+
+ private:
+  explicit Communicator(std::shared_ptr<CommState> state);
+  std::shared_ptr<CommState> state_;
+  friend class Request;
+};
+
+/// Handle for a non-blocking collective. Destroying an unfinished request waits for it (bounded
+/// by the communicator's timeout) so buffers are never used after their owner gave them up.
+class Request {
+ public:
+  Request();
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  ~Request();
+  /// True when finished (successfully or not); never blocks. Rethrows nothing.
+  bool test();
+  /// Blocks until finished or `deadline`; throws the collective's error, or kTimeout if the
+  /// deadline passed first (the collective keeps running; wait again or abort()).
+  void wait(Deadline deadline = Deadline::never());
+  /// The error once finished with one (kOk while pending or on success).
+  ErrorCode status() const;
+
+ private:
+  struct Op;
+  explicit Request(std::shared_ptr<Op> op);
+  std::shared_ptr<Op> op_;
+  friend class Communicator;
+  friend struct CommState;
+};
+
+}  // namespace braid

@@ -1,0 +1,13 @@
+// What the machine looks like: the one public header of topology/ (for now: host identity).
+#pragma once
+
+#include <string>
+
+namespace braid::topology {
+
+/// Identifies this host so ranks can be grouped into nodes: BRAID_HOSTNAME when set, else the
+/// hostname plus the kernel boot id (two containers with one hostname on different machines
+/// differ). Ranks with equal fingerprints may use shared memory.
+std::string hostFingerprint();
+
+}  // namespace braid::topology

@@ -1,0 +1,122 @@
+// Point-to-point channels between ranks: the one public header of transport/.
+//
+// A channel is one direction from rank A to rank B with K slots of slotBytes each. The sender
+// takes a free slot (tryAcquire), fills it, and posts it with a fixed-size header (post); the
+// receiver peeks the oldest posted slot (tryPeek), consumes it, and frees it (release). Where the
+// slot lives and who moves the bytes is the transport's business (shm: slots in shared memory
+// written by the sender's CPU; tcp: a socket and a progress thread).
+//
+// Every call here is non-blocking. A caller with nothing to do sleeps on the endpoint's doorbell:
+//   uint32_t ticket = ep.prepareSleep();   // announce
+//   ... check the channels once more ...   // no lost wake-up between check and sleep
+//   ep.sleep(ticket, until);               // returns when anything may have changed, or at until
+// Any post or release by a peer (or the tcp progress thread) rings the doorbell.
+//
+// Thread-safety: one thread at a time per endpoint (the communicator serialises), except
+// signalAbort(), which any thread may call.
+// transport never includes comm.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/error.h"
+
+namespace braid::transport {
+
+/// Which mechanism carries a peer's channels.
+enum class Kind : uint8_t { kSelf = 0, kShm = 1, kTcp = 2 };
+const char* kindName(Kind kind);
+/// Parses "shm" / "tcp"; false on an unknown name.
+bool parseKind(const std::string& name, Kind* out);
+
+/// The fixed-size header every message carries; opaque to the transport (comm encodes it).
+struct MessageMeta {
+  uint64_t words[4] = {0, 0, 0, 0};
+};
+
+/// Sender side of one channel (one peer, one channel index).
+class SendChannel {
+ public:
+  virtual ~SendChannel() = default;
+  /// A free slot of slotBytes() bytes, or nullptr when all slots are in flight. Calling it again
+  /// before post() returns the same slot.
+  virtual void* tryAcquire() = 0;
+  /// Publishes the slot returned by tryAcquire() with `bytes` (<= slotBytes()) payload bytes.
+  virtual void post(size_t bytes, const MessageMeta& meta) = 0;
+  virtual size_t slotBytes() const = 0;
+  virtual int peer() const = 0;
+};
+
+/// Receiver side of one channel.
+class RecvChannel {
+ public:
+  virtual ~RecvChannel() = default;
+  /// The oldest posted and not yet released message (same pointer until release()), or nullptr.
+  /// *bytes and *meta receive its size and header.
+  virtual const void* tryPeek(size_t* bytes, MessageMeta* meta) = 0;
+  /// Frees the slot returned by tryPeek() for the sender to reuse.
+  virtual void release() = 0;
+  virtual int peer() const = 0;
+};
+
+/// How this rank connects to every other rank of the job.
+struct EndpointConfig {
+  int rank = 0;
+  int size = 1;
+  std::vector<Kind> peerKinds;  ///< size entries; peerKinds[rank] == kSelf
+  int channels = 2;             ///< channel indices per peer pair (one per schedule lane)
+  int slots = 8;                ///< K: slots per channel
+  size_t slotBytes = 128 << 10; ///< bytes per slot (payload)
+  std::string jobId;            ///< unique per communicator; names shm segments and kv keys
+  std::string secret;           ///< per-job secret; tcp handshakes must present it
+  std::string advertiseAddress; ///< IPv4 address other hosts reach this rank at (tcp)
+  double timeoutSeconds = 60;   ///< for the connection phase
+};
+
+/// The rendezvous transports need (comm's bootstrap store implements it).
+class KeyValue {
+ public:
+  virtual ~KeyValue() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  /// Blocks until `key` is set or the deadline passes (throws kTimeout naming the key).
+  virtual std::string get(const std::string& key, Deadline deadline) = 0;
+};
+
+/// All channels of one rank in one communicator, plus its doorbell.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Kind peerKind(int peer) const = 0;
+  virtual int channels() const = 0;
+  /// Channels to and from `peer` (peer != rank), channel index in [0, channels()).
+  virtual SendChannel& send(int peer, int channel) = 0;
+  virtual RecvChannel& recv(int peer, int channel) = 0;
+
+  /// Announces that the caller is about to sleep; returns a ticket for sleep().
+  virtual uint32_t prepareSleep() = 0;
+  /// Sleeps until a post/release/abort rang the doorbell after prepareSleep(), or until `until`.
+  /// Spurious wake-ups are allowed. Ends the announcement made by prepareSleep().
+  virtual void sleep(uint32_t ticket, Clock::time_point until) = 0;
+
+  /// False once `peer` is known gone (its process died, its connection closed).
+  virtual bool peerAlive(int peer) = 0;
+  /// Tells every peer this rank has failed (reason is a short text); rings their doorbells.
+  /// Safe from any thread, idempotent.
+  virtual void signalAbort(const std::string& reason) = 0;
+  /// The first abort any peer signalled to this rank: {peer rank, reason}.
+  virtual std::optional<std::pair<int, std::string>> peerAbort() = 0;
+};
+
+/// Connects this rank to all peers per config, using `kv` to exchange addresses. Collective over
+/// all ranks of the job; throws Error (kTimeout naming the missing peer, kSystemError, ...).
+std::unique_ptr<Endpoint> connect(const EndpointConfig& config, KeyValue& kv);
+
+}  // namespace braid::transport
