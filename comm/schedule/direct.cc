@@ -1,0 +1,75 @@
+// Direct ("one-shot") schedules: each rank sends what every other rank needs straight to it, then
+// receives and reduces all of it in one pass. One exchange: the latency-optimal choice for small
+// buffers. One lane: the sends come first, so in-place buffers are read before they are written.
+#include "comm/schedule/generators.h"
+
+namespace braid::comm {
+namespace {
+
+Step make(Prim prim, int recvPeer, int sendPeer, BufRange src, BufRange dst, size_t count,
+          bool finalize = false) {
+  Step s;
+  s.prim = prim;
+  s.recvPeer = recvPeer;
+  s.sendPeer = sendPeer;
+  s.channel = 0;
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  s.finalize = finalize;
+  return s;
+}
+
+BufRange in(size_t offset) { return {Buf::kInput, offset}; }
+BufRange out(size_t offset) { return {Buf::kOutput, offset}; }
+
+}  // namespace
+
+RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
+  const int n = spec.nranks;
+  const size_t count = spec.count;
+  RankProgram program;
+  program.lanes.resize(1);
+  auto& steps = program.lanes[0].steps;
+  auto others = [&](auto&& fn) {
+    for (int k = 1; k < n; ++k) fn((rank + k) % n);
+  };
+  switch (spec.shape) {
+    case Shape::kAllReduce:
+      others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
+      steps.push_back(make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0),
+                           count, true));
+      break;
+    case Shape::kReduceScatter:
+      others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(q * count), {}, count)); });
+      steps.push_back(make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(rank * count),
+                           out(0), count, true));
+      break;
+    case Shape::kAllGather:
+      others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
+      if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(rank * count), count));
+      for (int q = 0; q < n; ++q) {
+        if (q != rank) steps.push_back(make(Prim::kRecv, q, -1, {}, out(q * count), count));
+      }
+      break;
+    case Shape::kBroadcast:
+      if (rank == spec.root) {
+        others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
+        if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(0), count));
+      } else {
+        steps.push_back(make(Prim::kRecv, spec.root, -1, {}, out(0), count));
+      }
+      break;
+    case Shape::kReduce:
+      if (rank == spec.root) {
+        steps.push_back(make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0),
+                             count, true));
+      } else {
+        steps.push_back(make(Prim::kSend, -1, spec.root, in(0), {}, count));
+      }
+      break;
+  }
+  return program;
+}
+
+}  // namespace braid::comm

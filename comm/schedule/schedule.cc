@@ -1,0 +1,109 @@
+#include "comm/schedule/schedule.h"
+
+#include <fmt/format.h>
+
+#include "comm/schedule/generators.h"
+#include "common/error.h"
+
+namespace braid::comm {
+
+const char* primName(Prim prim) {
+  switch (prim) {
+    case Prim::kSend: return "send";
+    case Prim::kRecv: return "recv";
+    case Prim::kRecvReduce: return "recvReduce";
+    case Prim::kRecvReduceSend: return "recvReduceSend";
+    case Prim::kRecvReduceCopySend: return "recvReduceCopySend";
+    case Prim::kRecvCopySend: return "recvCopySend";
+    case Prim::kCopy: return "copy";
+    case Prim::kGatherReduce: return "gatherReduce";
+  }
+  return "?";
+}
+
+bool primReceives(Prim prim) {
+  return prim != Prim::kSend && prim != Prim::kCopy;
+}
+bool primSends(Prim prim) {
+  return prim == Prim::kSend || prim == Prim::kRecvReduceSend ||
+         prim == Prim::kRecvReduceCopySend || prim == Prim::kRecvCopySend;
+}
+bool primReads(Prim prim) {
+  return prim == Prim::kSend || prim == Prim::kRecvReduce || prim == Prim::kRecvReduceSend ||
+         prim == Prim::kRecvReduceCopySend || prim == Prim::kCopy || prim == Prim::kGatherReduce;
+}
+bool primWrites(Prim prim) {
+  return prim == Prim::kRecv || prim == Prim::kRecvReduce || prim == Prim::kRecvReduceCopySend ||
+         prim == Prim::kRecvCopySend || prim == Prim::kCopy || prim == Prim::kGatherReduce;
+}
+
+const char* shapeName(Shape shape) {
+  switch (shape) {
+    case Shape::kAllReduce: return "allreduce";
+    case Shape::kReduceScatter: return "reducescatter";
+    case Shape::kAllGather: return "allgather";
+    case Shape::kBroadcast: return "broadcast";
+    case Shape::kReduce: return "reduce";
+  }
+  return "?";
+}
+
+const char* familyName(Family family) {
+  switch (family) {
+    case Family::kRing: return "ring";
+    case Family::kDirect: return "oneshot";
+    case Family::kChain: return "chain";
+  }
+  return "?";
+}
+
+size_t inputCount(const ScheduleSpec& spec) {
+  return spec.shape == Shape::kReduceScatter ? spec.count * spec.nranks : spec.count;
+}
+
+size_t outputCount(const ScheduleSpec& spec) {
+  return spec.shape == Shape::kAllGather ? spec.count * spec.nranks : spec.count;
+}
+
+bool familySupports(Family family, Shape shape) {
+  switch (family) {
+    case Family::kRing:
+      return shape == Shape::kAllReduce || shape == Shape::kReduceScatter ||
+             shape == Shape::kAllGather;
+    case Family::kDirect: return true;
+    case Family::kChain: return shape == Shape::kBroadcast || shape == Shape::kReduce;
+  }
+  return false;
+}
+
+RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
+  BRAID_ENFORCE(spec.nranks >= 1 && rank >= 0 && rank < spec.nranks, ErrorCode::kInvalidUsage,
+                "schedule: rank {} outside 0..{}", rank, spec.nranks - 1);
+  BRAID_ENFORCE(familySupports(spec.family, spec.shape), ErrorCode::kInvalidUsage,
+                "algorithm '{}' cannot run {}", familyName(spec.family), shapeName(spec.shape));
+  BRAID_ENFORCE(spec.lanes >= 1, ErrorCode::kInvalidUsage, "schedule needs at least one lane");
+  if (spec.count == 0) return RankProgram{};
+  switch (spec.family) {
+    case Family::kRing: return buildRing(spec, rank);
+    case Family::kDirect: return buildDirect(spec, rank);
+    case Family::kChain: return buildChain(spec, rank);
+  }
+  fail(ErrorCode::kInternal, "schedule: unknown family");
+}
+
+std::string describe(const RankProgram& program) {
+  std::string out;
+  for (size_t l = 0; l < program.lanes.size(); ++l) {
+    out += fmt::format("lane {}:\n", l);
+    for (const Step& s : program.lanes[l].steps) {
+      out += fmt::format("  {:<19} ch{} recv<-{:>2} send->{:>2} src={}+{} dst={}+{} count={}{}\n",
+                         primName(s.prim), s.channel, s.recvPeer, s.sendPeer,
+                         s.src.buf == Buf::kInput ? "in" : "out", s.src.offset,
+                         s.dst.buf == Buf::kInput ? "in" : "out", s.dst.offset, s.count,
+                         s.finalize ? " finalize" : "");
+    }
+  }
+  return out;
+}
+
+}  // namespace braid::comm

@@ -1,0 +1,108 @@
+// Algorithms as data: a schedule is, for each rank, lanes of ordered steps over buffer ranges.
+//
+// A step is one primitive on one channel to or from one peer (DESIGN.md). Executors run it
+// (comm/exec), the verifier proves it (verifier.h). Nothing here names a transport.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid::comm {
+
+/// The primitives. "slot" is the message received from recvPeer; "out" is the message sent to
+/// sendPeer; src/dst are local buffer ranges of `count` elements.
+enum class Prim : uint8_t {
+  kSend,                ///< out = src
+  kRecv,                ///< dst = slot
+  kRecvReduce,          ///< dst = slot op src
+  kRecvReduceSend,      ///< out = slot op src
+  kRecvReduceCopySend,  ///< dst = slot op src; out = dst
+  kRecvCopySend,        ///< dst = slot; out = slot
+  kCopy,                ///< dst = src (local)
+  kGatherReduce,        ///< dst = reduce over ranks 0..n-1 in rank order of (the slot from
+                        ///< each peer, or src for this rank); receives from every other rank
+};
+const char* primName(Prim prim);
+bool primReceives(Prim prim);
+bool primSends(Prim prim);
+bool primReads(Prim prim);   ///< reads src
+bool primWrites(Prim prim);  ///< writes dst
+
+/// Which user buffer a range lives in.
+enum class Buf : uint8_t { kInput = 0, kOutput = 1 };
+
+struct BufRange {
+  Buf buf = Buf::kInput;
+  size_t offset = 0;  ///< in elements
+};
+
+struct Step {
+  Prim prim = Prim::kCopy;
+  int recvPeer = -1;
+  int sendPeer = -1;
+  int channel = 0;     ///< transport channel index used for both directions of this step
+  BufRange src;
+  BufRange dst;
+  size_t count = 0;    ///< elements
+  bool finalize = false; ///< the result is final: apply the op's finalize (avg: divide by n)
+};
+
+/// Steps run in order within a lane; lanes of one rank run concurrently (interleaved). No two
+/// lanes of a rank may use the same (peer, channel, direction).
+struct Lane {
+  std::vector<Step> steps;
+};
+
+struct RankProgram {
+  std::vector<Lane> lanes;
+};
+
+/// What is being computed, independent of any rank.
+enum class Shape : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
+const char* shapeName(Shape shape);
+
+/// Which family of schedules. (The public braid::Algorithm maps onto this.)
+enum class Family : uint8_t { kRing, kDirect, kChain };
+const char* familyName(Family family);
+
+struct ScheduleSpec {
+  Shape shape = Shape::kAllReduce;
+  Family family = Family::kRing;
+  int nranks = 1;
+  size_t count = 0;  ///< allreduce/broadcast/reduce: buffer elements; reduceScatter: recv count
+                     ///< per rank; allGather: send count per rank
+  int root = 0;
+  int lanes = 1;     ///< parallel lanes (channels) to spread the buffer over
+  bool inPlace = false;
+  size_t elemsPerPiece = 0;  ///< elements per message (slot capacity); 0 = unlimited. Rings
+                             ///< proceed in rounds of one piece per chunk, so every rank runs at
+                             ///< most one slot ahead of its neighbour (no deadlock with K >= 2)
+};
+
+/// Piece i of a step of `count` elements cut into pieces of at most `perPiece` elements.
+inline size_t pieceCount(size_t count, size_t perPiece) {
+  return count / perPiece + (count % perPiece != 0);
+}
+
+/// Elements in the input and output buffers of `spec` for one rank.
+size_t inputCount(const ScheduleSpec& spec);
+size_t outputCount(const ScheduleSpec& spec);
+
+/// Whether `family` can compute `shape` (e.g. chain does broadcast and reduce only).
+bool familySupports(Family family, Shape shape);
+
+/// The program of one rank. Throws braid::Error(kInvalidUsage) for an unsupported combination.
+RankProgram buildProgram(const ScheduleSpec& spec, int rank);
+
+/// Even split of `total` elements into `parts` ranges: [begin(i), begin(i+1)).
+inline size_t splitBegin(size_t total, int parts, int i) {
+  size_t base = total / parts, extra = total % parts;
+  return base * i + (static_cast<size_t>(i) < extra ? i : extra);
+}
+
+/// Human-readable dump, for tests and BRAID_DEBUG=TRACE.
+std::string describe(const RankProgram& program);
+
+}  // namespace braid::comm
