@@ -1,0 +1,236 @@
+#include "bench/perf/args.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+
+#include "bench/perf/names.h"
+#include "common/env.h"
+#include "common/error.h"
+
+namespace braid::bench {
+namespace {
+
+struct Flag {
+  char shortName;  // '\0' for long-only flags
+  const char* longName;
+};
+
+constexpr Flag kFlags[] = {
+    {'t', "nthreads"},       {'g', "ngpus"},         {'b', "minbytes"},    {'e', "maxbytes"},
+    {'i', "stepbytes"},      {'f', "stepfactor"},    {'n', "iters"},       {'m', "agg_iters"},
+    {'w', "warmup_iters"},   {'p', "parallel_init"}, {'c', "check"},       {'o', "op"},
+    {'d', "datatype"},       {'r', "root"},          {'z', "blocking"},    {'G', "cudagraph"},
+    {'C', "report_cputime"}, {'a', "average"},       {'J', "output_file"}, {'\0', "algo"},
+    {'\0', "transport"},     {'\0', "baseline"},     {'\0', "seed"},
+};
+
+std::string flagLabel(const Flag& flag) {
+  if (flag.shortName == '\0') return fmt::format("--{}", flag.longName);
+  return fmt::format("-{}/--{}", flag.shortName, flag.longName);
+}
+
+int64_t parseInt(const Flag& flag, const std::string& text, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  BRAID_ENFORCE(errno == 0 && !text.empty() && *end == '\0', ErrorCode::kInvalidUsage,
+                "{}: '{}' is not an integer", flagLabel(flag), text);
+  BRAID_ENFORCE(value >= lo && value <= hi, ErrorCode::kInvalidUsage,
+                "{}: {} is out of range [{}, {}]", flagLabel(flag), value, lo, hi);
+  return value;
+}
+
+uint64_t parseSize(const Flag& flag, const std::string& text) {
+  auto bytes = parseBytes(text);
+  BRAID_ENFORCE(bytes.has_value(), ErrorCode::kInvalidUsage,
+                "{}: '{}' is not a byte size (like 8, 64K, 2M, 1G)", flagLabel(flag), text);
+  return *bytes;
+}
+
+/// Flags that exist for GPUs only: accepted when they ask for what a host run does anyway.
+void requireValue(const Flag& flag, const std::string& text, int64_t expected, const char* why) {
+  int64_t value = parseInt(flag, text, INT32_MIN, INT32_MAX);
+  BRAID_ENFORCE(value == expected, ErrorCode::kInvalidUsage, "{}: must be {} ({}), got {}",
+                flagLabel(flag), expected, why, value);
+}
+
+void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
+  const std::string name = flag.longName;
+  if (name == "nthreads") {
+    requireValue(flag, value, 1, "one thread per process on host memory");
+  } else if (name == "ngpus") {
+    requireValue(flag, value, 1, "host memory: one buffer per process");
+  } else if (name == "minbytes") {
+    args.minBytes = parseSize(flag, value);
+  } else if (name == "maxbytes") {
+    args.maxBytes = parseSize(flag, value);
+  } else if (name == "stepbytes") {
+    args.stepBytes = parseSize(flag, value);
+    BRAID_ENFORCE(args.stepBytes > 0, ErrorCode::kInvalidUsage, "{}: must be positive",
+                  flagLabel(flag));
+  } else if (name == "stepfactor") {
+    args.stepFactor = parseInt(flag, value, 1, 1 << 20);
+  } else if (name == "iters") {
+    args.iters = parseInt(flag, value, 1, 1 << 30);
+  } else if (name == "agg_iters") {
+    requireValue(flag, value, 1, "no grouped launches on host memory");
+  } else if (name == "warmup_iters") {
+    args.warmupIters = parseInt(flag, value, 0, 1 << 30);
+  } else if (name == "parallel_init") {
+    requireValue(flag, value, 0, "one thread per process");
+  } else if (name == "check") {
+    args.check = parseInt(flag, value, 0, 1) == 1;
+  } else if (name == "op") {
+    args.opName = value;
+    if (value == "all") {
+      args.ops = allOps();
+    } else {
+      auto op = parseOpName(value);
+      BRAID_ENFORCE(op.has_value(), ErrorCode::kInvalidUsage,
+                    "{}: unknown op '{}' (sum prod max min avg all)", flagLabel(flag), value);
+      args.ops = {*op};
+    }
+  } else if (name == "datatype") {
+    args.typeName = value;
+    if (value == "all") {
+      args.types = allTypes();
+    } else {
+      auto type = parseTypeName(value);
+      BRAID_ENFORCE(type.has_value(), ErrorCode::kInvalidUsage,
+                    "{}: unknown datatype '{}' (int8 uint8 int32 uint32 int64 uint64 half float "
+                    "double bfloat16 all)",
+                    flagLabel(flag), value);
+      args.types = {*type};
+    }
+  } else if (name == "root") {
+    args.root = value == "all" ? BenchArgs::kAllRoots : parseInt(flag, value, 0, INT32_MAX);
+  } else if (name == "blocking") {
+    args.blocking = parseInt(flag, value, 0, 1) == 1;
+  } else if (name == "cudagraph") {
+    requireValue(flag, value, 0, "no CUDA graphs on host memory");
+  } else if (name == "report_cputime") {
+    parseInt(flag, value, 0, 1);  // accepted; host times are CPU times already
+  } else if (name == "average") {
+    args.average = static_cast<Average>(parseInt(flag, value, 0, 3));
+  } else if (name == "output_file") {
+    BRAID_ENFORCE(!value.empty(), ErrorCode::kInvalidUsage, "{}: empty file name", flagLabel(flag));
+    args.outputFile = value;
+  } else if (name == "algo") {
+    auto algo = parseAlgoName(value);
+    BRAID_ENFORCE(algo.has_value(), ErrorCode::kInvalidUsage,
+                  "{}: unknown algorithm '{}' (auto ring oneshot chain)", flagLabel(flag), value);
+    args.algorithm = *algo;
+  } else if (name == "transport") {
+    BRAID_ENFORCE(value == "shm" || value == "tcp" || value == "auto", ErrorCode::kInvalidUsage,
+                  "{}: unknown transport '{}' (shm tcp auto)", flagLabel(flag), value);
+    args.transport = value == "auto" ? "" : value;
+  } else if (name == "baseline") {
+    BRAID_ENFORCE(value == "mpi" || value == "none", ErrorCode::kInvalidUsage,
+                  "{}: unknown baseline '{}' (mpi none)", flagLabel(flag), value);
+    args.baselineMpi = value == "mpi";
+  } else if (name == "seed") {
+    args.seed = static_cast<uint64_t>(parseInt(flag, value, 0, INT64_MAX));
+  }
+}
+
+const Flag* findShort(char c) {
+  for (const auto& flag : kFlags) {
+    if (flag.shortName == c) return &flag;
+  }
+  return nullptr;
+}
+
+const Flag* findLong(const std::string& name) {
+  for (const auto& flag : kFlags) {
+    if (name == flag.longName) return &flag;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<uint64_t> BenchArgs::sizes() const {
+  std::vector<uint64_t> out;
+  for (uint64_t size = minBytes; size <= maxBytes;) {
+    out.push_back(size);
+    uint64_t next = stepFactor > 1 ? size * stepFactor : size + stepBytes;
+    if (next <= size) break;  // size 0 with a factor, or overflow
+    size = next;
+  }
+  return out;
+}
+
+BenchArgs parseArgs(const std::vector<std::string>& argv) {
+  BenchArgs args;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& word = argv[i];
+    const Flag* flag = nullptr;
+    std::optional<std::string> value;
+    if (word == "-h" || word == "--help") {
+      args.help = true;
+      continue;
+    }
+    if (word.rfind("--", 0) == 0 && word.size() > 2) {
+      std::string name = word.substr(2);
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      flag = findLong(name);
+      BRAID_ENFORCE(flag != nullptr, ErrorCode::kInvalidUsage, "unknown flag '{}' (see -h)", word);
+    } else if (word.size() >= 2 && word[0] == '-') {
+      flag = findShort(word[1]);
+      BRAID_ENFORCE(flag != nullptr, ErrorCode::kInvalidUsage, "unknown flag '{}' (see -h)", word);
+      if (word.size() > 2) value = word.substr(2);
+    } else {
+      fail(ErrorCode::kInvalidUsage, "unexpected argument '{}' (see -h)", word);
+    }
+    if (!value) {
+      BRAID_ENFORCE(i + 1 < argv.size(), ErrorCode::kInvalidUsage, "{}: missing value",
+                    flagLabel(*flag));
+      value = argv[++i];
+    }
+    apply(args, *flag, *value);
+  }
+  BRAID_ENFORCE(args.minBytes <= args.maxBytes, ErrorCode::kInvalidUsage,
+                "-b/--minbytes {} is larger than -e/--maxbytes {}", args.minBytes, args.maxBytes);
+  BRAID_ENFORCE(args.stepFactor > 1 || args.stepBytes > 0, ErrorCode::kInvalidUsage,
+                "-i/--stepbytes must be positive");
+  return args;
+}
+
+std::string usage(const std::string& program) {
+  return fmt::format(
+      "USAGE: {} \n"
+      "  [-t,--nthreads <1>] [-g,--ngpus <1>]  (host memory: must be 1)\n"
+      "  [-b,--minbytes <min size in bytes, K/M/G suffix>] (default 32M)\n"
+      "  [-e,--maxbytes <max size in bytes>] (default 32M)\n"
+      "  [-i,--stepbytes <increment size>] (default 1M)\n"
+      "  [-f,--stepfactor <increment factor>] (default 1: use -i)\n"
+      "  [-n,--iters <iteration count>] (default 20)\n"
+      "  [-m,--agg_iters <1>]\n"
+      "  [-w,--warmup_iters <warmup iteration count>] (default 5)\n"
+      "  [-p,--parallel_init <0>]\n"
+      "  [-c,--check <0/1>] (default 1)\n"
+      "  [-o,--op <sum/prod/min/max/avg/all>] (default sum)\n"
+      "  [-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/float/double/bfloat16/all>]"
+      " (default float)\n"
+      "  [-r,--root <root rank/all>] (default 0)\n"
+      "  [-z,--blocking <0/1>] (0: non-blocking API then wait; 1: blocking API; default 0)\n"
+      "  [-a,--average <0/1/2/3>] report time of rank 0/average/min/max (default 1)\n"
+      "  [-J,--output_file <file>] write the results as JSON\n"
+      "  [-G,--cudagraph <0>] [-C,--report_cputime <0/1>]\n"
+      "  [--algo <auto/ring/oneshot/chain>] (default auto)\n"
+      "  [--transport <shm/tcp/auto>] (default auto)\n"
+      "  [--baseline <mpi/none>] time the matching MPI collective too (under mpirun)\n"
+      "  [--seed <n>] seed of the validation data\n"
+      "  [-h,--help]\n"
+      "Launch with braidrun/torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), with mpirun,\n"
+      "or alone (one rank).\n",
+      program);
+}
+
+}  // namespace braid::bench

@@ -1,0 +1,333 @@
+#include "bench/perf/driver.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/perf/args.h"
+#include "bench/perf/data.h"
+#include "bench/perf/names.h"
+#include "bench/perf/report.h"
+#include "bench/perf/table.h"
+#include "bench/perf/world.h"
+#include "common/deadline.h"
+#include "common/env.h"
+#include "common/error.h"
+
+namespace braid::bench {
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using HostBuffer = std::unique_ptr<void, FreeDeleter>;
+
+/// Page-aligned, touched (so page faults stay out of the timings) host buffer.
+HostBuffer allocate(size_t bytes, int rank) {
+  constexpr size_t kPage = 4096;
+  size_t rounded = (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage;
+  void* p = std::aligned_alloc(kPage, rounded);
+  BRAID_ENFORCE(p != nullptr, ErrorCode::kSystemError, "rank {}: cannot allocate {} bytes", rank,
+                rounded);
+  std::memset(p, 0, rounded);
+  return HostBuffer(p);
+}
+
+void* offsetBy(void* base, size_t elements, size_t elemSize) {
+  return static_cast<char*>(base) + elements * elemSize;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+int localRank() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
+    if (auto value = envInt(name)) return static_cast<int>(*value);
+  }
+  return 0;
+}
+
+void print(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+class Bench {
+ public:
+  Bench(const BenchArgs& args, const CollRunner& runner, World& world)
+      : args_(args),
+        runner_(runner),
+        info_(runner.info),
+        world_(world),
+        rank_(world.rank()),
+        nranks_(world.size()),
+        timeoutSeconds_(defaultTimeoutSeconds()) {}
+
+  /// Runs the sweep; returns the wrong elements summed over ranks and rows.
+  int64_t run() {
+    checkRoot();
+    printPreamble();
+    send_ = allocate(args_.maxBytes, rank_);
+    recv_ = allocate(args_.maxBytes, rank_);
+    if (rank_ == 0) print(formatHeader(args_.baselineMpi));
+
+    std::vector<RedOp> ops = info_.hasOp ? args_.ops : std::vector<RedOp>{RedOp::kSum};
+    std::vector<int> roots{-1};
+    if (info_.hasRoot) {
+      roots.clear();
+      if (args_.root == BenchArgs::kAllRoots) {
+        for (int r = 0; r < nranks_; ++r) roots.push_back(r);
+      } else {
+        roots.push_back(args_.root);
+      }
+    }
+    for (DataType type : args_.types) {
+      for (RedOp op : ops) {
+        for (int root : roots) {
+          for (uint64_t size : args_.sizes()) runSize(size, type, op, root);
+        }
+      }
+    }
+    double avgBusBw = busBwCount_ ? busBwSum_ / busBwCount_ : 0;
+    if (rank_ == 0) {
+      print(formatFooter(wrongTotal_, avgBusBw));
+      if (!args_.outputFile.empty()) writeJson(avgBusBw);
+    }
+    // A launcher stops the job when any rank exits non-zero (as all do when something was
+    // wrong): keep the others until rank 0 has written everything.
+    world_.helper().barrier();
+    return wrongTotal_;
+  }
+
+ private:
+  void checkRoot() const {
+    if (!info_.hasRoot || args_.root == BenchArgs::kAllRoots) return;
+    BRAID_ENFORCE(args_.root < nranks_, ErrorCode::kInvalidUsage,
+                  "rank {}: -r/--root {} is not a rank of this {}-rank job", rank_, args_.root,
+                  nranks_);
+  }
+
+  void printPreamble() {
+    std::string mine = formatDeviceLine(rank_, static_cast<int>(getpid()), hostName(), localRank());
+    std::vector<std::string> lines = world_.allGatherLines(mine);
+    if (rank_ != 0) return;
+    std::string text =
+        formatParamsLine(args_.minBytes, args_.maxBytes, args_.stepBytes, args_.stepFactor,
+                         args_.warmupIters, args_.iters, args_.aggIters, args_.check);
+    text += "#\n# Using devices\n";
+    for (const auto& line : lines) text += line;
+    text += fmt::format(
+        "# braid {}: {} ranks, launcher {}, transport {}, algo {}, {} API, time of {}\n#\n",
+        info_.name, nranks_, world_.launcher(), transportName(), algoName(args_.algorithm),
+        args_.blocking ? "blocking" : "non-blocking", averageName());
+    print(text);
+  }
+
+  std::string transportName() const { return args_.transport.empty() ? "auto" : args_.transport; }
+
+  const char* averageName() const {
+    switch (args_.average) {
+      case Average::kRank0:
+        return "rank 0";
+      case Average::kMean:
+        return "mean over ranks";
+      case Average::kMin:
+        return "min over ranks";
+      case Average::kMax:
+        return "max over ranks";
+    }
+    return "?";
+  }
+
+  void runOnce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root) {
+    if (args_.blocking) {
+      runner_.run(world_.comm(), send, recv, count, type, op, root);
+    } else {
+      Request request = runner_.start(world_.comm(), send, recv, count, type, op, root);
+      request.wait(Deadline::after(timeoutSeconds_));
+    }
+  }
+
+  /// Seconds per op of `iters` back-to-back ops after a barrier, on this rank.
+  double timeOps(const void* send, void* recv, size_t count, DataType type, RedOp op, int root) {
+    world_.helper().barrier();
+    auto start = std::chrono::steady_clock::now();
+    if (args_.blocking) {
+      for (int i = 0; i < args_.iters; ++i) {
+        runner_.run(world_.comm(), send, recv, count, type, op, root);
+      }
+    } else {
+      std::vector<Request> requests;
+      requests.reserve(args_.iters);
+      for (int i = 0; i < args_.iters; ++i) {
+        requests.push_back(runner_.start(world_.comm(), send, recv, count, type, op, root));
+      }
+      // Ops finish in issue order, so each wait covers about one op: one timeout each.
+      for (auto& request : requests) request.wait(Deadline::after(timeoutSeconds_));
+    }
+    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    return elapsed.count() / args_.iters;
+  }
+
+  Measurement measure(double seconds, size_t bytes) {
+    Measurement m;
+    m.timeUs = seconds * 1e6;
+    m.algBw = seconds > 0 ? static_cast<double>(bytes) / 1e9 / seconds : 0;
+    m.busBw = m.algBw * info_.busFactor(nranks_);
+    m.checked = args_.check;
+    busBwSum_ += m.busBw;
+    ++busBwCount_;
+    return m;
+  }
+
+  /// Times one placement, then (with -c 1) reruns it once on fresh data and checks the result.
+  Measurement runPlacement(const CheckSpec& spec, void* send, void* recv, void* poisonBase,
+                           size_t poisonCount) {
+    const Counts& c = spec.counts;
+    fillSend(spec, send);
+    double seconds = timeOps(send, recv, c.paramCount, spec.type, spec.op, spec.root);
+    seconds = world_.combineTime(seconds, args_.average);
+    Measurement m = measure(seconds, c.bytes);
+    if (args_.check) {
+      fillPoison(poisonBase, spec.type, poisonCount);
+      fillSend(spec, send);
+      runOnce(send, recv, c.paramCount, spec.type, spec.op, spec.root);
+      m.wrong = world_.sumOverRanks(countWrong(spec, recv));
+      wrongTotal_ += m.wrong;
+    }
+    return m;
+  }
+
+  void runSize(uint64_t size, DataType type, RedOp op, int root) {
+    const size_t es = dataTypeSize(type);
+    CheckSpec spec;
+    spec.coll = &info_;
+    spec.counts = info_.counts(size, es, nranks_);
+    spec.rank = rank_;
+    spec.nranks = nranks_;
+    spec.root = info_.hasRoot ? root : 0;
+    spec.type = type;
+    spec.op = op;
+    spec.seed = args_.seed;
+    const Counts& c = spec.counts;
+
+    Row row;
+    row.bytes = c.bytes;
+    row.count = c.paramCount;
+    row.type = typeName(type);
+    row.op = info_.hasOp ? opName(op) : "none";
+    row.root = info_.hasRoot ? root : -1;
+
+    for (int i = 0; i < args_.warmupIters; ++i) {
+      runOnce(send_.get(), recv_.get(), c.paramCount, type, op, spec.root);
+    }
+    row.outOfPlace = runPlacement(spec, send_.get(), recv_.get(), recv_.get(), c.recvCount);
+    void* base = recv_.get();
+    void* inSend = offsetBy(base, c.sendInPlaceOffset * rank_, es);
+    void* inRecv = offsetBy(base, c.recvInPlaceOffset * rank_, es);
+    row.inPlace = runPlacement(spec, inSend, inRecv, base, std::max(c.sendCount, c.recvCount));
+
+    if (args_.baselineMpi) {
+      fillSend(spec, send_.get());
+      auto seconds = world_.timeMpi(info_, c, type, op, spec.root, send_.get(), recv_.get(),
+                                    args_.warmupIters, args_.iters, args_.average);
+      Baseline b;
+      if (seconds) {
+        b.available = true;
+        b.timeUs = *seconds * 1e6;
+        b.busBw = *seconds > 0 ? c.bytes / 1e9 / *seconds * info_.busFactor(nranks_) : 0;
+      }
+      row.baseline = b;
+    }
+    if (rank_ == 0) {
+      print(formatRow(row));
+      ReportRow report{row, ""};
+      try {
+        report.algoChosen = algoName(world_.comm().chosenAlgorithm(info_.kind, c.bytes));
+      } catch (const Error&) {
+        // The tuner's choice is a nicety of the JSON; the run itself succeeded.
+      }
+      rows_.push_back(std::move(report));
+    }
+  }
+
+  void writeJson(double avgBusBw) {
+    RunInfo info;
+    info.collective = info_.name;
+    info.ranks = nranks_;
+    info.launcher = world_.launcher();
+    info.host = hostName();
+    info.date = utcNow();
+    info.transport = transportName();
+    info.algo = algoName(args_.algorithm);
+    info.args = args_;
+    writeReport(args_.outputFile, makeReport(info, rows_, wrongTotal_, avgBusBw));
+  }
+
+  const BenchArgs& args_;
+  const CollRunner& runner_;
+  const CollInfo& info_;
+  World& world_;
+  const int rank_;
+  const int nranks_;
+  const double timeoutSeconds_;
+  HostBuffer send_;
+  HostBuffer recv_;
+  int64_t wrongTotal_ = 0;
+  double busBwSum_ = 0;
+  int busBwCount_ = 0;
+  std::vector<ReportRow> rows_;
+};
+
+std::string baseName(const char* path) {
+  std::string name = path ? path : "perf";
+  auto slash = name.rfind('/');
+  return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+}  // namespace
+
+int benchMain(int argc, char** argv, const CollRunner& runner) {
+  const std::string program = baseName(argc > 0 ? argv[0] : nullptr);
+  const bool leader = rankFromEnvironment() == 0;
+  BenchArgs args;
+  try {
+    args = parseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const Error& e) {
+    if (leader) std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 2;
+  }
+  if (args.help) {
+    if (leader) print(usage(program));
+    return 0;
+  }
+  std::unique_ptr<World> world;
+  try {
+    Options options;
+    options.algorithm = args.algorithm;
+    options.transport = args.transport;
+    world = World::join(options, args.baselineMpi);
+    Bench bench(args, runner, *world);
+    int64_t wrong = bench.run();
+    world->finish();
+    return wrong > 0 ? 1 : 0;
+  } catch (const std::exception& e) {
+    int rank = world ? world->rank() : rankFromEnvironment();
+    const auto* error = dynamic_cast<const Error*>(&e);
+    std::fprintf(stderr, "%s: rank %d: %s: %s\n", program.c_str(), rank,
+                 error ? errorCodeName(error->code()) : "error", e.what());
+    std::fflush(stderr);
+    return 1;
+  }
+}
+
+}  // namespace braid::bench

@@ -1,0 +1,63 @@
+// The client side of the TCP store.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/bootstrap/address.h"
+#include "comm/bootstrap/store_base.h"
+#include "common/error.h"
+
+namespace braid::bootstrap {
+
+/// A Store reached over TCP at a StoreServer. Thread-safe, but calls are serialised: a get()
+/// blocked on a missing key holds up this client's other calls until it returns (use one client
+/// per thread if threads must set what others get). After a connection failure every later call
+/// fails at once with the same error (no silent reconnect: a lost set would go unnoticed).
+class TcpStore : public Store {
+ public:
+  struct Options {
+    int worldSize = 0;          ///< sent in the handshake; 0 = do not check
+    std::string secret;         ///< "" = jobSecret() (BRAID_SECRET)
+    double timeoutSeconds = 0;  ///< deadline of set(key, value); 0 = BRAID_TIMEOUT (default 60)
+  };
+
+  /// Connects and handshakes, retrying refused connections (the server may not be up yet) until
+  /// `connectDeadline`. Throws kTimeout naming the address when it never answers, kRemoteError
+  /// when the server rejects the secret, kInvalidUsage on a world size mismatch.
+  TcpStore(const StoreAddress& address, const Options& options, Deadline connectDeadline);
+  ~TcpStore() override;
+  TcpStore(const TcpStore&) = delete;
+  TcpStore& operator=(const TcpStore&) = delete;
+
+  void set(const std::string& key, const std::string& value) override;
+  void set(const std::string& key, const std::string& value, Deadline deadline);
+  /// Blocks server-side until the key is set; throws kTimeout naming the key and the store
+  /// address at the deadline, kRemoteError naming the address when the server goes away.
+  std::string get(const std::string& key, Deadline deadline) override;
+  int64_t add(const std::string& key, int64_t delta, Deadline deadline) override;
+  void wait(const std::vector<std::string>& keys, Deadline deadline) override;
+
+  /// The IPv4 address of this end of the connection (getsockname): an address of this host that
+  /// reaches the store's host, so other hosts can usually reach this rank at it too.
+  std::string localAddress() const { return localAddress_; }
+  const StoreAddress& address() const { return address_; }
+
+ private:
+  struct Reply;
+  Reply call(const std::string& what, const std::string& request, Deadline replyDeadline);
+  [[noreturn]] void breakConnection(ErrorCode code, const std::string& message);
+  void connectOnce(const std::string& ip, Deadline deadline, std::string* lastError);
+
+  StoreAddress address_;
+  std::string addressText_;
+  Options options_;
+  std::mutex mutex_;
+  int fd_ = -1;
+  std::string localAddress_;
+  std::string broken_;  ///< the error that broke the connection, "" while healthy
+  ErrorCode brokenCode_ = ErrorCode::kOk;
+};
+
+}  // namespace braid::bootstrap

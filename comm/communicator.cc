@@ -1,0 +1,474 @@
+// Communicator calls: validation, numbering, the op queue and its progress thread, execution.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "comm/bootstrap/server.h"
+#include "comm/state.h"
+#include "common/log.h"
+
+namespace braid {
+namespace {
+
+using comm::Family;
+using comm::Shape;
+
+Shape shapeOf(Collective coll) {
+  switch (coll) {
+    case Collective::kReduceScatter: return Shape::kReduceScatter;
+    case Collective::kAllGather: return Shape::kAllGather;
+    case Collective::kBroadcast: return Shape::kBroadcast;
+    case Collective::kReduce: return Shape::kReduce;
+    default: return Shape::kAllReduce;
+  }
+}
+
+bool reduces(Collective coll) {
+  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
+         coll == Collective::kReduce;
+}
+
+bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return pa < pb + bBytes && pb < pa + aBytes;
+}
+
+// Elements of the input and output buffers this rank passes.
+void bufferCounts(const OpDesc& d, int size, size_t* in, size_t* out) {
+  *in = *out = d.count;
+  if (d.coll == Collective::kReduceScatter) *in = d.count * size;
+  if (d.coll == Collective::kAllGather) *out = d.count * size;
+}
+
+bool isInPlace(const OpDesc& d, int rank, size_t elem) {
+  const char* in = static_cast<const char*>(d.input);
+  const char* out = static_cast<const char*>(d.output);
+  switch (d.coll) {
+    case Collective::kReduceScatter: return in + rank * d.count * elem == out;
+    case Collective::kAllGather: return out + rank * d.count * elem == in;
+    default: return in == out;
+  }
+}
+
+}  // namespace
+
+CommState::CommState(int r, int n, const ResolvedOptions& o)
+    : rank(r), size(n), options(o), sendSeq(n, 0), recvSeq(n, 0) {}
+
+CommState::~CommState() {
+  {
+    std::lock_guard<std::mutex> lock(queueMutex);
+    stopping = true;
+    for (auto& op : queue) {
+      std::lock_guard<std::mutex> opLock(op->mutex);
+      op->done = true;
+      op->code = ErrorCode::kAborted;
+      op->message = fmt::format("rank {}: {} was still queued when the communicator was destroyed",
+                                rank, collectiveName(op->desc.coll));
+      op->doneCv.notify_all();
+    }
+    queue.clear();
+  }
+  queueCv.notify_all();
+  if (worker.joinable()) worker.join();
+}
+
+comm::TunerConfig CommState::tunerConfig() const {
+  comm::TunerConfig config;
+  config.nranks = size;
+  config.slotBytes = options.slotBytes;
+  config.slots = options.slots;
+  config.channels = options.channels;
+  config.forced = options.algorithm;
+  return config;
+}
+
+OpDesc CommState::issue(OpDesc d) {
+  const char* name = collectiveName(d.coll);
+  BRAID_ENFORCE(isValid(d.dtype), ErrorCode::kInvalidUsage, "rank {}: {}: unknown data type {}",
+                rank, name, int(d.dtype));
+  if (reduces(d.coll)) {
+    BRAID_ENFORCE(isValid(d.op), ErrorCode::kInvalidUsage, "rank {}: {}: unknown reduction op {}",
+                  rank, name, int(d.op));
+  }
+  const size_t elem = dataTypeSize(d.dtype);
+  size_t inCount, outCount, inBytes, outBytes;
+  bufferCounts(d, size, &inCount, &outCount);
+  BRAID_ENFORCE(!__builtin_mul_overflow(d.count, size_t(size), &inBytes) &&
+                    !__builtin_mul_overflow(inCount, elem, &inBytes) &&
+                    !__builtin_mul_overflow(outCount, elem, &outBytes) &&
+                    inBytes < (size_t(1) << 62),
+                ErrorCode::kInvalidUsage, "rank {}: {}: count {} of {} overflows the byte size",
+                rank, name, d.count, dataTypeName(d.dtype));
+  const bool rooted = d.coll == Collective::kBroadcast || d.coll == Collective::kReduce;
+  const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
+  if (rooted) {
+    BRAID_ENFORCE(d.root >= 0 && d.root < size, ErrorCode::kInvalidUsage,
+                  "rank {}: {}: root {} is outside 0..{}", rank, name, d.root, size - 1);
+  }
+  if (p2p) {
+    BRAID_ENFORCE(d.root >= 0 && d.root < size && d.root != rank, ErrorCode::kInvalidUsage,
+                  "rank {}: {}: peer {} must be another rank in 0..{}", rank, name, d.root,
+                  size - 1);
+  }
+  if (d.count > 0) {
+    // Which buffers this rank reads and writes.
+    bool readsIn = d.coll != Collective::kRecv && (d.coll != Collective::kBroadcast || rank == d.root);
+    bool writesOut = d.coll != Collective::kSend && (d.coll != Collective::kReduce || rank == d.root);
+    BRAID_ENFORCE(!readsIn || d.input != nullptr, ErrorCode::kInvalidUsage,
+                  "rank {}: {} of {} x {}: the send buffer is null", rank, name, d.count,
+                  dataTypeName(d.dtype));
+    BRAID_ENFORCE(!writesOut || d.output != nullptr, ErrorCode::kInvalidUsage,
+                  "rank {}: {} of {} x {}: the receive buffer is null", rank, name, d.count,
+                  dataTypeName(d.dtype));
+    if (readsIn && writesOut && !p2p && !isInPlace(d, rank, elem)) {
+      BRAID_ENFORCE(!overlaps(d.input, inBytes, d.output, outBytes), ErrorCode::kInvalidUsage,
+                    "rank {}: {} of {} bytes: send and receive buffers overlap without being "
+                    "in-place",
+                    rank, name, inBytes);
+    }
+  }
+  return d;
+}
+
+std::shared_ptr<const comm::RankProgram> CommState::program(const comm::ScheduleSpec& spec) {
+  ProgramKey key{int(spec.shape), int(spec.family), spec.count, spec.root,
+                 spec.lanes,      spec.inPlace,     spec.elemsPerPiece};
+  auto it = programs.find(key);
+  if (it != programs.end()) return it->second;
+  if (programs.size() >= 256) programs.clear();
+  auto built = std::make_shared<const comm::RankProgram>(comm::buildProgram(spec, rank));
+  programs.emplace(key, built);
+  return built;
+}
+
+void CommState::execute(const OpDesc& d) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (broken) throw *broken;
+  }
+  if (aborted.load()) {
+    fail(ErrorCode::kAborted, "rank {}: {}: the communicator was aborted", rank,
+         collectiveName(d.coll));
+  }
+  if (d.count == 0 && d.coll != Collective::kBarrier) return;
+
+  const size_t elem = dataTypeSize(d.dtype);
+  comm::ExecArgs args;
+  args.input = d.input;
+  args.output = d.output;
+  args.dtype = d.dtype;
+  args.op = d.op;
+  args.timeoutSeconds = options.timeoutSeconds;
+  args.elemsPerPiece = options.slotBytes / elem;
+  args.header.seq = d.seq;
+  args.header.coll = d.coll;
+  args.header.dtype = d.dtype;
+  args.header.op = reduces(d.coll) ? d.op : RedOp::kSum;
+  args.header.count = d.count;
+  args.header.pieceBytes = static_cast<uint32_t>(options.slotBytes);
+
+  std::shared_ptr<const comm::RankProgram> prog;
+  comm::RankProgram p2pProgram;
+  if (d.coll == Collective::kSend || d.coll == Collective::kRecv) {
+    // Point-to-point: one step on channel 0; the header says "send" on both sides.
+    comm::Step step;
+    step.prim = d.coll == Collective::kSend ? comm::Prim::kSend : comm::Prim::kRecv;
+    (d.coll == Collective::kSend ? step.sendPeer : step.recvPeer) = d.root;
+    step.src = {comm::Buf::kInput, 0};
+    step.dst = {comm::Buf::kOutput, 0};
+    step.count = d.count;
+    p2pProgram.lanes.push_back(comm::Lane{{step}});
+    args.header.coll = Collective::kSend;
+    args.header.family = Family::kDirect;
+    args.header.root = -1;
+  } else {
+    comm::ScheduleSpec spec;
+    spec.nranks = size;
+    spec.count = d.count;
+    spec.elemsPerPiece = args.elemsPerPiece;
+    if (d.coll == Collective::kBarrier) {
+      spec.shape = Shape::kAllReduce;
+      spec.family = Family::kDirect;
+      spec.count = 1;
+      args.input = &barrierIn;
+      args.output = &barrierOut;
+      args.dtype = DataType::kUint8;
+      args.op = RedOp::kMax;
+      args.elemsPerPiece = options.slotBytes;
+      spec.elemsPerPiece = args.elemsPerPiece;
+      args.header.dtype = DataType::kUint8;
+      args.header.count = 0;
+    } else {
+      spec.shape = shapeOf(d.coll);
+      size_t inCount, outCount;
+      bufferCounts(d, size, &inCount, &outCount);
+      comm::Choice choice = comm::choose(tunerConfig(), spec.shape, inCount * elem);
+      spec.family = choice.family;
+      spec.lanes = choice.lanes;
+      spec.root = std::max(d.root, 0);
+      spec.inPlace = isInPlace(d, rank, elem);
+    }
+    args.header.family = spec.family;
+    args.header.root = (d.coll == Collective::kBroadcast || d.coll == Collective::kReduce) ? d.root : -1;
+    prog = program(spec);
+  }
+
+  try {
+    executor->run(prog ? *prog : p2pProgram, args);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidUsage) {
+      {
+        std::lock_guard<std::mutex> lock(errorMutex);
+        if (!broken) broken = e;
+      }
+      // Tell the peers at once rather than letting them time out; "<code>|<message>".
+      endpoint->signalAbort(fmt::format("{}|{}", int(e.code()), e.what()));
+    }
+    throw;
+  }
+}
+
+void CommState::runBlocking(const OpDesc& desc) {
+  std::unique_lock<std::mutex> lock(queueMutex);
+  OpDesc d = issue(desc);
+  if (d.coll == Collective::kSend) d.seq = sendSeq[d.root]++;
+  else if (d.coll == Collective::kRecv) d.seq = recvSeq[d.root]++;
+  else d.seq = collSeq++;
+  if (queue.empty() && !busy) {
+    busy = true;
+    lock.unlock();
+    struct Release {
+      CommState* s;
+      ~Release() {
+        std::lock_guard<std::mutex> l(s->queueMutex);
+        s->busy = false;
+        s->queueCv.notify_all();
+      }
+    } release{this};
+    execute(d);
+    return;
+  }
+  auto op = std::make_shared<Request::Op>();
+  op->desc = d;
+  op->timeoutSeconds = options.timeoutSeconds;
+  queue.push_back(op);
+  if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
+  queueCv.notify_all();
+  lock.unlock();
+  Request request(op);
+  request.wait();
+}
+
+Request CommState::submit(const OpDesc& desc) {
+  std::unique_lock<std::mutex> lock(queueMutex);
+  OpDesc d = issue(desc);
+  if (d.coll == Collective::kSend) d.seq = sendSeq[d.root]++;
+  else if (d.coll == Collective::kRecv) d.seq = recvSeq[d.root]++;
+  else d.seq = collSeq++;
+  auto op = std::make_shared<Request::Op>();
+  op->desc = d;
+  op->timeoutSeconds = options.timeoutSeconds;
+  queue.push_back(op);
+  if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
+  queueCv.notify_all();
+  return Request(op);
+}
+
+void CommState::workerLoop() {
+  std::unique_lock<std::mutex> lock(queueMutex);
+  for (;;) {
+    queueCv.wait(lock, [&] { return stopping || (!queue.empty() && !busy); });
+    if (stopping) return;
+    auto op = queue.front();
+    queue.pop_front();
+    busy = true;
+    lock.unlock();
+    ErrorCode code = ErrorCode::kOk;
+    std::string message;
+    try {
+      execute(op->desc);
+    } catch (const Error& e) {
+      code = e.code();
+      message = e.what();
+    } catch (const std::exception& e) {
+      code = ErrorCode::kInternal;
+      message = fmt::format("rank {}: internal error: {}", rank, e.what());
+    }
+    {
+      std::lock_guard<std::mutex> opLock(op->mutex);
+      op->done = true;
+      op->code = code;
+      op->message = std::move(message);
+    }
+    op->doneCv.notify_all();
+    lock.lock();
+    busy = false;
+    queueCv.notify_all();
+  }
+}
+
+void CommState::abort(const std::string& why) {
+  if (aborted.exchange(true)) return;
+  if (endpoint) endpoint->signalAbort(fmt::format("{}|{}", int(ErrorCode::kAborted), why));
+  std::lock_guard<std::mutex> lock(queueMutex);
+  for (auto& op : queue) {
+    std::lock_guard<std::mutex> opLock(op->mutex);
+    op->done = true;
+    op->code = ErrorCode::kAborted;
+    op->message = fmt::format("rank {}: {} aborted before it started: {}", rank,
+                              collectiveName(op->desc.coll), why);
+    op->doneCv.notify_all();
+  }
+  queue.clear();
+}
+
+// ---- Communicator ----
+
+Communicator::Communicator(std::shared_ptr<CommState> state) : state_(std::move(state)) {}
+Communicator::Communicator(Communicator&&) noexcept = default;
+Communicator& Communicator::operator=(Communicator&&) noexcept = default;
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return state_->rank; }
+int Communicator::size() const { return state_->size; }
+
+void Communicator::abort() {
+  state_->abort(fmt::format("rank {} called abort()", state_->rank));
+}
+
+Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
+  if (coll == Collective::kSend || coll == Collective::kRecv || coll == Collective::kBarrier)
+    return Algorithm::kOneShot;
+  comm::Choice c = comm::choose(state_->tunerConfig(), shapeOf(coll), bytes);
+  switch (c.family) {
+    case Family::kRing: return Algorithm::kRing;
+    case Family::kDirect: return Algorithm::kOneShot;
+    case Family::kChain: return Algorithm::kChain;
+  }
+  return Algorithm::kAuto;
+}
+
+namespace {
+OpDesc make(Collective coll, const void* in, void* out, size_t count, DataType type, RedOp op,
+            int root) {
+  OpDesc d;
+  d.coll = coll;
+  d.input = in;
+  d.output = out;
+  d.count = count;
+  d.dtype = type;
+  d.op = op;
+  d.root = root;
+  return d;
+}
+}  // namespace
+
+void Communicator::allReduce(const void* s, void* r, size_t n, DataType t, RedOp op) {
+  state_->runBlocking(make(Collective::kAllReduce, s, r, n, t, op, -1));
+}
+void Communicator::reduceScatter(const void* s, void* r, size_t n, DataType t, RedOp op) {
+  state_->runBlocking(make(Collective::kReduceScatter, s, r, n, t, op, -1));
+}
+void Communicator::allGather(const void* s, void* r, size_t n, DataType t) {
+  state_->runBlocking(make(Collective::kAllGather, s, r, n, t, RedOp::kSum, -1));
+}
+void Communicator::broadcast(const void* s, void* r, size_t n, DataType t, int root) {
+  state_->runBlocking(make(Collective::kBroadcast, s, r, n, t, RedOp::kSum, root));
+}
+void Communicator::reduce(const void* s, void* r, size_t n, DataType t, RedOp op, int root) {
+  state_->runBlocking(make(Collective::kReduce, s, r, n, t, op, root));
+}
+void Communicator::send(const void* b, size_t n, DataType t, int peer) {
+  state_->runBlocking(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer));
+}
+void Communicator::recv(void* b, size_t n, DataType t, int peer) {
+  state_->runBlocking(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer));
+}
+void Communicator::barrier() {
+  state_->runBlocking(make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8,
+                           RedOp::kMax, -1));
+}
+
+Request Communicator::allReduceAsync(const void* s, void* r, size_t n, DataType t, RedOp op) {
+  return state_->submit(make(Collective::kAllReduce, s, r, n, t, op, -1));
+}
+Request Communicator::reduceScatterAsync(const void* s, void* r, size_t n, DataType t,
+                                         RedOp op) {
+  return state_->submit(make(Collective::kReduceScatter, s, r, n, t, op, -1));
+}
+Request Communicator::allGatherAsync(const void* s, void* r, size_t n, DataType t) {
+  return state_->submit(make(Collective::kAllGather, s, r, n, t, RedOp::kSum, -1));
+}
+Request Communicator::broadcastAsync(const void* s, void* r, size_t n, DataType t, int root) {
+  return state_->submit(make(Collective::kBroadcast, s, r, n, t, RedOp::kSum, root));
+}
+Request Communicator::reduceAsync(const void* s, void* r, size_t n, DataType t, RedOp op,
+                                  int root) {
+  return state_->submit(make(Collective::kReduce, s, r, n, t, op, root));
+}
+Request Communicator::sendAsync(const void* b, size_t n, DataType t, int peer) {
+  return state_->submit(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer));
+}
+Request Communicator::recvAsync(void* b, size_t n, DataType t, int peer) {
+  return state_->submit(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer));
+}
+Request Communicator::barrierAsync() {
+  return state_->submit(make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8,
+                             RedOp::kMax, -1));
+}
+
+// ---- Request ----
+
+Request::Request() = default;
+Request::Request(std::shared_ptr<Op> op) : op_(std::move(op)) {}
+Request::Request(Request&&) noexcept = default;
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    if (op_) {
+      try {
+        wait(Deadline::after(op_->timeoutSeconds * 2 + 1));
+      } catch (...) {
+      }
+    }
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (!op_) return;
+  // Never let the caller free buffers an op still uses; bounded by the op's own timeout.
+  std::unique_lock<std::mutex> lock(op_->mutex);
+  op_->doneCv.wait_for(lock, std::chrono::duration<double>(op_->timeoutSeconds * 2 + 1),
+                       [&] { return op_->done; });
+}
+
+bool Request::test() {
+  if (!op_) return true;
+  std::lock_guard<std::mutex> lock(op_->mutex);
+  return op_->done;
+}
+
+void Request::wait(Deadline deadline) {
+  BRAID_ENFORCE(op_ != nullptr, ErrorCode::kInvalidUsage, "wait() on an empty Request");
+  std::unique_lock<std::mutex> lock(op_->mutex);
+  while (!op_->done) {
+    if (deadline.when() == Clock::time_point::max()) {
+      op_->doneCv.wait(lock);
+    } else if (op_->doneCv.wait_until(lock, deadline.when()) == std::cv_status::timeout &&
+               !op_->done) {
+      fail(ErrorCode::kTimeout, "{} #{} of {} elements: not finished by the wait() deadline",
+           collectiveName(op_->desc.coll), op_->desc.seq, op_->desc.count);
+    }
+  }
+  if (op_->code != ErrorCode::kOk) throw Error(op_->code, op_->message);
+}
+
+ErrorCode Request::status() const {
+  if (!op_) return ErrorCode::kOk;
+  std::lock_guard<std::mutex> lock(op_->mutex);
+  return op_->done ? op_->code : ErrorCode::kOk;
+}
+
+}  // namespace braid

@@ -1,0 +1,47 @@
+#include "comm/exec/header.h"
+
+#include <fmt/format.h>
+
+namespace braid::comm {
+
+transport::MessageMeta encodeHeader(const OpHeader& h) {
+  transport::MessageMeta m;
+  m.words[0] = h.seq;
+  m.words[1] = uint64_t(h.coll) | uint64_t(h.dtype) << 8 | uint64_t(h.op) << 16 |
+               uint64_t(h.family) << 24 | uint64_t(uint32_t(h.root + 1)) << 32;
+  m.words[2] = h.count;
+  m.words[3] = h.pieceBytes;
+  return m;
+}
+
+OpHeader decodeHeader(const transport::MessageMeta& m) {
+  OpHeader h;
+  h.seq = m.words[0];
+  h.coll = static_cast<Collective>(m.words[1] & 0xff);
+  h.dtype = static_cast<DataType>((m.words[1] >> 8) & 0xff);
+  h.op = static_cast<RedOp>((m.words[1] >> 16) & 0xff);
+  h.family = static_cast<Family>((m.words[1] >> 24) & 0xff);
+  h.root = static_cast<int>(uint32_t(m.words[1] >> 32)) - 1;
+  h.count = m.words[2];
+  h.pieceBytes = static_cast<uint32_t>(m.words[3]);
+  return h;
+}
+
+bool operator==(const OpHeader& a, const OpHeader& b) {
+  return encodeHeader(a).words[0] == encodeHeader(b).words[0] &&
+         encodeHeader(a).words[1] == encodeHeader(b).words[1] && a.count == b.count &&
+         a.pieceBytes == b.pieceBytes;
+}
+
+std::string describeHeader(const OpHeader& h) {
+  std::string text = fmt::format("{} #{} ({} x {}", collectiveName(h.coll), h.seq, h.count,
+                                 isValid(h.dtype) ? dataTypeName(h.dtype) : "?");
+  bool reduces = h.coll == Collective::kAllReduce || h.coll == Collective::kReduceScatter ||
+                 h.coll == Collective::kReduce;
+  if (reduces) text += fmt::format(", {}", isValid(h.op) ? redOpName(h.op) : "?");
+  if (h.root >= 0) text += fmt::format(", root {}", h.root);
+  text += fmt::format(", {}, {}-byte pieces)", familyName(h.family), h.pieceBytes);
+  return text;
+}
+
+}  // namespace braid::comm

@@ -1,0 +1,31 @@
+// The message header: what each rank believes the collective is, carried in every message so a
+// mismatch is caught before any received data is used (no extra round trip).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "comm/braid.hpp"
+#include "comm/schedule/schedule.h"
+#include "transport/transport.h"
+
+namespace braid::comm {
+
+struct OpHeader {
+  uint64_t seq = 0;  ///< collective sequence number (per communicator), or p2p number per peer
+  Collective coll = Collective::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  Family family = Family::kRing;
+  int root = -1;
+  uint64_t count = 0;
+  uint32_t pieceBytes = 0;  ///< slot payload size (ranks must agree on BRAID_CHUNK)
+};
+
+transport::MessageMeta encodeHeader(const OpHeader& header);
+OpHeader decodeHeader(const transport::MessageMeta& meta);
+bool operator==(const OpHeader& a, const OpHeader& b);
+/// "allreduce #3 (1024 x float, sum, ring)" — no rank; callers add who said it.
+std::string describeHeader(const OpHeader& header);
+
+}  // namespace braid::comm

@@ -1,0 +1,274 @@
+#include "comm/exec/host_executor.h"
+
+#include <sched.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/log.h"
+#include "kernels/kernels.h"
+
+namespace braid::comm {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Idle policy: spin (cheap when the peer is running on the other core), then yield (lets an
+// oversubscribed peer run), then sleep on the doorbell in short slices so abort and dead peers are
+// noticed within ~20 ms.
+constexpr int kSpinRounds = 2000;
+constexpr int kYieldRounds = 40;
+constexpr auto kSleepSlice = std::chrono::milliseconds(20);
+constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
+
+}  // namespace
+
+HostExecutor::HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted)
+    : ep_(endpoint), aborted_(aborted), rank_(endpoint.rank()), size_(endpoint.size()) {
+  gatherSrcs_.resize(size_);
+}
+
+char* HostExecutor::address(Buf buf, size_t elemOffset, const ExecArgs& args) const {
+  char* base = buf == Buf::kInput ? const_cast<char*>(static_cast<const char*>(args.input))
+                                  : static_cast<char*>(args.output);
+  return base + elemOffset * elemSize_;
+}
+
+std::string HostExecutor::what(const ExecArgs& args) const {
+  return fmt::format("{} of {} bytes", describeHeader(args.header),
+                     args.header.count * dataTypeSize(args.dtype));
+}
+
+void HostExecutor::checkHeader(const transport::MessageMeta& meta, size_t bytes,
+                               size_t expectBytes, int peer, const ExecArgs& args) {
+  OpHeader got = decodeHeader(meta);
+  if (!(got == args.header)) {
+    fail(ErrorCode::kMismatch,
+         "rank {}: {}: collective mismatch with peer rank {}: this rank called {}, peer rank {} "
+         "called {}",
+         rank_, what(args), peer, describeHeader(args.header), peer, describeHeader(got));
+  }
+  if (bytes != expectBytes) {
+    fail(ErrorCode::kMismatch,
+         "rank {}: {}: message of {} bytes from peer rank {} where {} bytes were expected", rank_,
+         what(args), bytes, peer, expectBytes);
+  }
+}
+
+bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
+  const Step& s = c.lane->steps[c.step];
+  if (s.count == 0) {
+    c.step++;
+    return true;
+  }
+  const size_t per = args.elemsPerPiece;
+  const size_t begin = c.piece * per;
+  const size_t len = std::min(per, s.count - begin);
+  const size_t bytes = len * elemSize_;
+
+  // Everything this piece needs must be there before anything is touched.
+  const void* slot = nullptr;
+  transport::RecvChannel* in = nullptr;
+  if (s.prim == Prim::kGatherReduce) {
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      size_t got = 0;
+      transport::MessageMeta meta;
+      const void* p = ep_.recv(q, s.channel).tryPeek(&got, &meta);
+      if (p == nullptr) return false;
+      checkHeader(meta, got, bytes, q, args);
+      gatherSrcs_[q] = p;
+    }
+  } else if (primReceives(s.prim)) {
+    in = &ep_.recv(s.recvPeer, s.channel);
+    size_t got = 0;
+    transport::MessageMeta meta;
+    slot = in->tryPeek(&got, &meta);
+    if (slot == nullptr) return false;
+    checkHeader(meta, got, bytes, s.recvPeer, args);
+  }
+  transport::SendChannel* outCh = nullptr;
+  void* out = nullptr;
+  if (primSends(s.prim)) {
+    outCh = &ep_.send(s.sendPeer, s.channel);
+    out = outCh->tryAcquire();
+    if (out == nullptr) return false;
+  }
+
+  const bool avg = s.finalize && args.op == RedOp::kAvg && size_ > 1;
+  char* src = primReads(s.prim) ? address(s.src.buf, s.src.offset + begin, args) : nullptr;
+  char* dst = primWrites(s.prim) ? address(s.dst.buf, s.dst.offset + begin, args) : nullptr;
+  switch (s.prim) {
+    case Prim::kSend: kernels::copy(out, src, bytes); break;
+    case Prim::kRecv: kernels::copy(dst, slot, bytes); break;
+    case Prim::kRecvReduce:
+      kernels::reduce(dst, slot, src, len, args.dtype, args.op);
+      if (avg) kernels::divide(dst, dst, len, args.dtype, size_);
+      break;
+    case Prim::kRecvReduceSend: kernels::reduce(out, slot, src, len, args.dtype, args.op); break;
+    case Prim::kRecvReduceCopySend:
+      if (avg) {
+        kernels::reduce(dst, slot, src, len, args.dtype, args.op);
+        kernels::divide(dst, dst, len, args.dtype, size_);
+        kernels::copy(out, dst, bytes);
+      } else {
+        kernels::reduceCopy(dst, out, slot, src, len, args.dtype, args.op);
+      }
+      break;
+    case Prim::kRecvCopySend:
+      kernels::copy(out, slot, bytes);
+      kernels::copy(dst, slot, bytes);
+      break;
+    case Prim::kCopy:
+      if (dst != src) kernels::copy(dst, src, bytes);
+      if (avg) kernels::divide(dst, dst, len, args.dtype, size_);
+      break;
+    case Prim::kGatherReduce:
+      gatherSrcs_[rank_] = src;
+      kernels::reduceMany(dst, gatherSrcs_.data(), size_, len, args.dtype, args.op);
+      if (avg) kernels::divide(dst, dst, len, args.dtype, size_);
+      break;
+  }
+  if (s.prim == Prim::kGatherReduce) {
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_) ep_.recv(q, s.channel).release();
+  } else if (in != nullptr) {
+    in->release();
+  }
+  if (outCh != nullptr) outCh->post(bytes, encodeHeader(args.header));
+  if (++c.piece == pieceCount(s.count, per)) {
+    c.piece = 0;
+    c.step++;
+  }
+  return true;
+}
+
+void HostExecutor::failWaiting(ErrorCode code, const std::vector<Cursor>& cursors,
+                               const ExecArgs& args, const std::string& why) {
+  // Name what this rank was waiting for: the peers of every unfinished lane's current step.
+  std::string waiting;
+  for (const Cursor& c : cursors) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    if (s.prim == Prim::kGatherReduce) {
+      waiting += fmt::format("; waiting to receive from all peers on channel {}", s.channel);
+    } else {
+      if (primReceives(s.prim))
+        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}",
+                               s.recvPeer, s.channel);
+      if (primSends(s.prim))
+        waiting += fmt::format("; waiting to send to peer rank {} on channel {}", s.sendPeer,
+                               s.channel);
+    }
+  }
+  fail(code, "rank {}: {}: {}{}", rank_, what(args), why, waiting);
+}
+
+void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args,
+                                  bool checkPeers) {
+  if (aborted_.load(std::memory_order_relaxed)) {
+    failWaiting(ErrorCode::kAborted, cursors, args, "communicator aborted by this process");
+  }
+  if (auto remote = ep_.peerAbort()) {
+    // Peers send "<code>|<message>" so a mismatch found elsewhere stays a mismatch here.
+    ErrorCode code = ErrorCode::kRemoteError;
+    std::string reason = remote->second;
+    auto bar = reason.find('|');
+    if (bar != std::string::npos && bar < 3) {
+      int value = std::atoi(reason.substr(0, bar).c_str());
+      if (value == int(ErrorCode::kMismatch)) code = ErrorCode::kMismatch;
+      reason = reason.substr(bar + 1);
+    }
+    failWaiting(code, cursors, args,
+                fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
+  }
+  if (!checkPeers) return;
+  for (const Cursor& c : cursors) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    auto check = [&](int peer) {
+      if (peer >= 0 && peer != rank_ && !ep_.peerAlive(peer)) {
+        failWaiting(ErrorCode::kRemoteError, cursors, args,
+                    fmt::format("peer rank {} is gone (its process exited or its connection "
+                                "closed)",
+                                peer));
+      }
+    };
+    if (s.prim == Prim::kGatherReduce) {
+      for (int q = 0; q < size_; ++q) check(q);
+    } else {
+      if (primReceives(s.prim)) check(s.recvPeer);
+      if (primSends(s.prim)) check(s.sendPeer);
+    }
+  }
+}
+
+void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
+  elemSize_ = dataTypeSize(args.dtype);
+  cursors_.clear();
+  for (const Lane& lane : program.lanes) {
+    if (!lane.steps.empty()) cursors_.push_back(Cursor{&lane, 0, 0});
+  }
+  size_t unfinished = cursors_.size();
+  int idle = 0;
+  Clock::time_point lastProgress{}, lastPeerCheck{};
+  while (unfinished > 0) {
+    bool progressed = false;
+    for (Cursor& c : cursors_) {
+      while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
+        progressed = true;
+        if (c.step == c.lane->steps.size()) --unfinished;
+      }
+    }
+    if (progressed || unfinished == 0) {
+      idle = 0;
+      continue;
+    }
+    ++idle;
+    if (idle < kSpinRounds) {
+      cpuRelax();
+      continue;
+    }
+    const auto now = Clock::now();
+    if (idle == kSpinRounds) {
+      lastProgress = now;  // the idle period started (about) here
+      lastPeerCheck = now;
+    }
+    if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(cursors_, args, false);
+    if (idle < kSpinRounds + kYieldRounds) {
+      sched_yield();
+      continue;
+    }
+    const bool checkPeers = now - lastPeerCheck >= kPeerCheckEvery;
+    if (checkPeers) lastPeerCheck = now;
+    slowPathChecks(cursors_, args, checkPeers);
+    const auto timeout = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(args.timeoutSeconds));
+    if (now - lastProgress >= timeout) {
+      failWaiting(ErrorCode::kTimeout, cursors_, args,
+                  fmt::format("no progress for {} s (BRAID_TIMEOUT)", args.timeoutSeconds));
+    }
+    // Announce the sleep, look once more, then sleep until rung or the slice ends.
+    uint32_t ticket = ep_.prepareSleep();
+    bool moved = false;
+    for (Cursor& c : cursors_) {
+      while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
+        moved = true;
+        if (c.step == c.lane->steps.size()) --unfinished;
+      }
+    }
+    const auto until = moved ? now : std::min(now + kSleepSlice, lastProgress + timeout);
+    ep_.sleep(ticket, until);
+    if (moved) idle = 0;
+  }
+}
+
+}  // namespace braid::comm

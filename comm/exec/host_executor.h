@@ -1,0 +1,60 @@
+// Runs one rank's program on host memory over a transport endpoint: interleaves the lanes, moves
+// one slot-sized piece per primitive, spins briefly then sleeps on the endpoint's doorbell, and
+// ends every wait with an error naming rank, peer, collective and size.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "comm/exec/header.h"
+#include "comm/schedule/schedule.h"
+#include "transport/transport.h"
+
+namespace braid::comm {
+
+/// Everything one run needs besides the program.
+struct ExecArgs {
+  const void* input = nullptr;
+  void* output = nullptr;
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  OpHeader header;            ///< expected in every received message, sent in every message
+  size_t elemsPerPiece = 1;   ///< slot payload in elements (the program was built for it)
+  double timeoutSeconds = 60; ///< no progress for this long -> kTimeout
+};
+
+class HostExecutor {
+ public:
+  HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted);
+
+  /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
+  /// kAborted) naming this rank, the peer, and args.what.
+  void run(const RankProgram& program, const ExecArgs& args);
+
+ private:
+  struct Cursor {
+    const Lane* lane = nullptr;
+    size_t step = 0;
+    size_t piece = 0;
+  };
+  bool tryPiece(Cursor& cursor, const ExecArgs& args);
+  void checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes, int peer,
+                   const ExecArgs& args);
+  void slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args, bool checkPeers);
+  [[noreturn]] void failWaiting(ErrorCode code, const std::vector<Cursor>& cursors,
+                                const ExecArgs& args, const std::string& why);
+  char* address(Buf buf, size_t elemOffset, const ExecArgs& args) const;
+  /// "allreduce #3 (1024 x float, sum, ring, 131072-byte pieces) of 4096 bytes", for errors.
+  std::string what(const ExecArgs& args) const;
+
+  transport::Endpoint& ep_;
+  const std::atomic<bool>& aborted_;
+  int rank_;
+  int size_;
+  size_t elemSize_ = 0;
+  std::vector<Cursor> cursors_;
+  std::vector<const void*> gatherSrcs_;
+};
+
+}  // namespace braid::comm

@@ -1,0 +1,253 @@
+// Creating communicators: options from the environment, the rendezvous (torchrun variables, a
+// unique id, or mpirun), host grouping, and connecting the transport endpoint.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "comm/bootstrap/address.h"
+#include "comm/bootstrap/secret.h"
+#include "comm/bootstrap/server.h"
+#include "comm/bootstrap/tcp_store.h"
+#include "comm/internal.h"
+#include "comm/state.h"
+#include "common/config.h"
+#include "common/env.h"
+#include "common/log.h"
+#include "topology/topology.h"
+
+namespace braid {
+
+#if BRAID_HAVE_MPI
+Communicator fromMpiEnvironment(const Options& options);  // comm/mpi_init.cc
+#endif
+
+ResolvedOptions resolveOptions(const Options& o) {
+  ResolvedOptions r;
+  r.timeoutSeconds = o.timeoutSeconds > 0 ? o.timeoutSeconds : defaultTimeoutSeconds();
+  r.transport = o.transport.empty() ? envString("BRAID_TRANSPORT").value_or("") : o.transport;
+  if (!r.transport.empty() && r.transport != "auto") {
+    transport::Kind kind;
+    BRAID_ENFORCE(transport::parseKind(r.transport, &kind) && kind != transport::Kind::kSelf,
+                  ErrorCode::kInvalidUsage,
+                  "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm or tcp",
+                  r.transport);
+  } else {
+    r.transport.clear();
+  }
+  r.algorithm = o.algorithm;
+  if (r.algorithm == Algorithm::kAuto) {
+    if (auto name = envString("BRAID_ALGO")) {
+      BRAID_ENFORCE(parseAlgorithm(*name, &r.algorithm), ErrorCode::kInvalidUsage,
+                    "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot or chain",
+                    *name);
+    }
+  }
+  size_t chunk = o.chunkBytes ? o.chunkBytes : envBytes("BRAID_CHUNK").value_or(128 << 10);
+  BRAID_ENFORCE(chunk >= 64 && chunk <= (64u << 20) && chunk % 8 == 0, ErrorCode::kInvalidUsage,
+                "chunk size {} (BRAID_CHUNK) must be a multiple of 8 between 64 B and 64 MiB",
+                chunk);
+  r.slotBytes = chunk;
+  r.slots = static_cast<int>(envInt("BRAID_SLOTS", 8));
+  BRAID_ENFORCE(r.slots >= 2 && r.slots <= 64, ErrorCode::kInvalidUsage,
+                "BRAID_SLOTS={} must be between 2 and 64", r.slots);
+  r.channels = o.channels > 0 ? o.channels : static_cast<int>(envInt("BRAID_CHANNELS", 1));
+  BRAID_ENFORCE(r.channels >= 1 && r.channels <= 16, ErrorCode::kInvalidUsage,
+                "channel count {} (BRAID_CHANNELS) must be between 1 and 16", r.channels);
+  return r;
+}
+
+namespace {
+
+// Connects `state` (rank, size, options, store set) to its peers.
+void connectState(CommState& state, const std::string& prefix, const std::string& address,
+                  const std::string& secret) {
+  auto& store = *state.store;
+  const double timeout = state.options.timeoutSeconds;
+  const int rank = state.rank, size = state.size;
+  // One job id per communicator names its shm segments and transport keys.
+  std::string jobId;
+  if (rank == 0) {
+    jobId = bootstrap::randomSecret(6);
+    store.set(prefix + "/jobid", jobId);
+  } else {
+    jobId = store.get(prefix + "/jobid", Deadline::after(timeout));
+  }
+  const std::string host = topology::hostFingerprint();
+  store.set(fmt::format("{}/{}/host/{}", prefix, jobId, rank), host);
+  transport::EndpointConfig config;
+  config.rank = rank;
+  config.size = size;
+  config.channels = state.options.channels;
+  config.slots = state.options.slots;
+  config.slotBytes = state.options.slotBytes;
+  config.jobId = jobId;
+  config.secret = secret;
+  config.advertiseAddress = address;
+  config.timeoutSeconds = timeout;
+  config.peerKinds.resize(size);
+  for (int q = 0; q < size; ++q) {
+    if (q == rank) {
+      config.peerKinds[q] = transport::Kind::kSelf;
+      continue;
+    }
+    std::string peerHost =
+        store.get(fmt::format("{}/{}/host/{}", prefix, jobId, q), Deadline::after(timeout));
+    const bool sameHost = peerHost == host;
+    if (state.options.transport == "tcp") {
+      config.peerKinds[q] = transport::Kind::kTcp;
+    } else if (state.options.transport == "shm") {
+      BRAID_ENFORCE(sameHost, ErrorCode::kInvalidUsage,
+                    "rank {}: BRAID_TRANSPORT=shm, but peer rank {} is on another host ({} vs {})",
+                    rank, q, peerHost, host);
+      config.peerKinds[q] = transport::Kind::kShm;
+    } else {
+      config.peerKinds[q] = sameHost ? transport::Kind::kShm : transport::Kind::kTcp;
+    }
+  }
+  state.endpoint = transport::connect(config, store);
+  state.executor = std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted);
+  BRAID_INFO("rank {}/{}: connected (job {}, host {}, chunk {} B x {} slots, {} channel(s))", rank,
+             size, jobId, host, config.slotBytes, config.slots, config.channels);
+}
+
+std::shared_ptr<CommState> makeState(std::shared_ptr<bootstrap::Store> store, int rank, int size,
+                                     const Options& options) {
+  BRAID_ENFORCE(size >= 1 && rank >= 0 && rank < size, ErrorCode::kInvalidUsage,
+                "rank {} is outside 0..{} (world size {})", rank, size - 1, size);
+  auto state = std::make_shared<CommState>(rank, size, resolveOptions(options));
+  state->store = std::move(store);
+  return state;
+}
+
+// The servers this process started for unique ids, by port, until a rank here takes one over.
+std::mutex gServersMutex;
+std::map<int, std::unique_ptr<bootstrap::StoreServer>> gServers;
+
+constexpr char kIdMagic[4] = {'B', 'R', 'D', '1'};
+
+std::string thisHostAddress() {
+  if (auto forced = envString("BRAID_HOST_ADDR")) return *forced;
+  std::string found = "127.0.0.1";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
+    if ((it->ifa_flags & IFF_UP) == 0 || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN];
+    auto* sin = reinterpret_cast<sockaddr_in*>(it->ifa_addr);
+    inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text);
+    found = text;
+    break;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+}  // namespace
+
+Communicator CommFactory::fromStore(std::shared_ptr<bootstrap::Store> store, int rank, int size,
+                                    const Options& options, const std::string& prefix,
+                                    const std::string& advertiseAddress) {
+  auto state = makeState(std::move(store), rank, size, options);
+  connectState(*state, prefix, advertiseAddress, bootstrap::jobSecret());
+  return Communicator(state);
+}
+
+Communicator Communicator::fromEnvironment(const Options& options) {
+  if (!envString("RANK") && envString("OMPI_COMM_WORLD_RANK")) {
+#if BRAID_HAVE_MPI
+    return fromMpiEnvironment(options);
+#else
+    fail(ErrorCode::kInvalidUsage,
+         "launched by mpirun, but this braid was built without MPI; rebuild with "
+         "-DBRAID_WITH_MPI=ON or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT");
+#endif
+  }
+  auto rank = envInt("RANK");
+  auto size = envInt("WORLD_SIZE");
+  BRAID_ENFORCE(rank.has_value(), ErrorCode::kInvalidUsage,
+                "environment variable RANK is not set (launch with braidrun, torchrun or mpirun)");
+  BRAID_ENFORCE(size.has_value(), ErrorCode::kInvalidUsage,
+                "environment variable WORLD_SIZE is not set (launch with braidrun, torchrun or "
+                "mpirun)");
+  BRAID_ENFORCE(*size >= 1 && *rank >= 0 && *rank < *size, ErrorCode::kInvalidUsage,
+                "RANK={} is outside 0..WORLD_SIZE-1 (WORLD_SIZE={})", *rank, *size);
+  const bootstrap::StoreAddress address = bootstrap::StoreAddress::fromEnvironment();
+  const ResolvedOptions resolved = resolveOptions(options);
+  const std::string secret = bootstrap::jobSecret();
+  std::unique_ptr<bootstrap::StoreServer> server;
+  if (*rank == 0) {
+    bootstrap::StoreServer::Options so;
+    so.port = address.port;
+    so.worldSize = static_cast<int>(*size);
+    so.secret = secret;
+    server = std::make_unique<bootstrap::StoreServer>(so);
+  }
+  bootstrap::TcpStore::Options co;
+  co.worldSize = static_cast<int>(*size);
+  co.secret = secret;
+  co.timeoutSeconds = resolved.timeoutSeconds;
+  auto store = std::make_shared<bootstrap::TcpStore>(address, co,
+                                                     Deadline::after(resolved.timeoutSeconds));
+  const std::string local = store->localAddress();
+  auto state = makeState(store, static_cast<int>(*rank), static_cast<int>(*size), options);
+  state->server = std::move(server);
+  connectState(*state, "braid", local, secret);
+  return Communicator(state);
+}
+
+UniqueId Communicator::uniqueId() {
+  bootstrap::StoreServer::Options so;
+  so.secret = bootstrap::randomSecret(16);
+  auto server = std::make_unique<bootstrap::StoreServer>(so);
+  const int port = server->port();
+  const std::string host = thisHostAddress();
+  UniqueId id;
+  std::memcpy(id.bytes.data(), kIdMagic, 4);
+  std::snprintf(id.bytes.data() + 4, 20, "%s", host.c_str());
+  id.bytes[24] = static_cast<char>(port >> 8);
+  id.bytes[25] = static_cast<char>(port & 0xff);
+  std::snprintf(id.bytes.data() + 26, 100, "%s", so.secret.c_str());
+  std::lock_guard<std::mutex> lock(gServersMutex);
+  gServers[port] = std::move(server);
+  return id;
+}
+
+Communicator Communicator::fromUniqueId(const UniqueId& id, int rank, int size,
+                                        const Options& options) {
+  BRAID_ENFORCE(std::memcmp(id.bytes.data(), kIdMagic, 4) == 0, ErrorCode::kInvalidUsage,
+                "rank {}: not a braid unique id (bad magic); make it with "
+                "Communicator::uniqueId() on one rank and pass its bytes unchanged",
+                rank);
+  bootstrap::StoreAddress address;
+  address.host = std::string(id.bytes.data() + 4, strnlen(id.bytes.data() + 4, 20));
+  address.port = (static_cast<unsigned char>(id.bytes[24]) << 8) |
+                 static_cast<unsigned char>(id.bytes[25]);
+  const std::string secret(id.bytes.data() + 26, strnlen(id.bytes.data() + 26, 100));
+  const ResolvedOptions resolved = resolveOptions(options);
+  bootstrap::TcpStore::Options co;
+  co.worldSize = size;
+  co.secret = secret;
+  co.timeoutSeconds = resolved.timeoutSeconds;
+  auto store = std::make_shared<bootstrap::TcpStore>(address, co,
+                                                     Deadline::after(resolved.timeoutSeconds));
+  auto state = makeState(store, rank, size, options);
+  {
+    std::lock_guard<std::mutex> lock(gServersMutex);
+    auto it = gServers.find(address.port);
+    if (it != gServers.end()) {
+      state->server = std::move(it->second);
+      gServers.erase(it);
+    }
+  }
+  connectState(*state, "braid", store->localAddress(), secret);
+  return Communicator(state);
+}
+
+}  // namespace braid

@@ -1,0 +1,112 @@
+// The inside of a Communicator: endpoint, executor, sequence numbers, the op queue and its
+// progress thread, and the broken/aborted state. Internal to comm/.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "comm/bootstrap/store.h"
+#include "comm/braid.hpp"
+#include "comm/exec/host_executor.h"
+#include "comm/tuner.h"
+#include "transport/transport.h"
+
+namespace braid {
+
+namespace bootstrap {
+class StoreServer;
+}
+
+/// One call's arguments, validated.
+struct OpDesc {
+  Collective coll = Collective::kAllReduce;
+  const void* input = nullptr;
+  void* output = nullptr;
+  size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter, sendCount allGather)
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  int root = -1;     ///< broadcast/reduce root, or the peer of send/recv
+  uint64_t seq = 0;  ///< assigned at issue time
+};
+
+struct Request::Op {
+  OpDesc desc;
+  double timeoutSeconds = 60;
+  std::mutex mutex;
+  std::condition_variable doneCv;
+  bool done = false;
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+};
+
+struct ResolvedOptions {
+  double timeoutSeconds = 60;
+  std::string transport;  ///< "" = by capability
+  Algorithm algorithm = Algorithm::kAuto;
+  size_t slotBytes = 128 << 10;
+  int slots = 8;
+  int channels = 1;
+};
+
+/// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
+ResolvedOptions resolveOptions(const Options& options);
+
+struct CommState {
+  CommState(int rank, int size, const ResolvedOptions& options);
+  ~CommState();
+
+  int rank;
+  int size;
+  ResolvedOptions options;
+  std::unique_ptr<bootstrap::StoreServer> server;  // the rendezvous, when this rank hosts it
+  std::shared_ptr<bootstrap::Store> store;
+  std::unique_ptr<transport::Endpoint> endpoint;
+  std::unique_ptr<comm::HostExecutor> executor;
+  std::atomic<bool> aborted{false};
+
+  // Issue order and numbering (under queueMutex, so numbering order is execution order).
+  uint64_t collSeq = 0;
+  std::vector<uint64_t> sendSeq, recvSeq;
+
+  // Execution: one op at a time, in issue order; blocking calls run on the caller's thread when
+  // nothing is queued, non-blocking ones on the progress thread.
+  std::mutex queueMutex;
+  std::condition_variable queueCv;
+  std::deque<std::shared_ptr<Request::Op>> queue;
+  bool busy = false;
+  bool stopping = false;
+  std::thread worker;
+
+  // Set by the first failure; every later call fails with it.
+  std::mutex errorMutex;
+  std::optional<Error> broken;
+
+  // Programs by (shape, family, count, root, lanes, inPlace, elemsPerPiece).
+  using ProgramKey = std::tuple<int, int, size_t, int, int, bool, size_t>;
+  std::map<ProgramKey, std::shared_ptr<const comm::RankProgram>> programs;
+
+  uint8_t barrierIn = 0, barrierOut = 0;
+
+  /// Validates and numbers a call (throws kInvalidUsage, touching nothing).
+  OpDesc issue(OpDesc desc);
+  /// Runs a numbered op to completion on this thread.
+  void execute(const OpDesc& desc);
+  /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
+  void runBlocking(const OpDesc& desc);
+  /// Non-blocking entry.
+  Request submit(const OpDesc& desc);
+  void abort(const std::string& why);
+  void workerLoop();
+  comm::TunerConfig tunerConfig() const;
+  std::shared_ptr<const comm::RankProgram> program(const comm::ScheduleSpec& spec);
+};
+
+}  // namespace braid

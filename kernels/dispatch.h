@@ -1,0 +1,93 @@
+// One switch on (dtype, op) per call, outside the element loops: dispatch() instantiates
+// Kernel<T, Op>::run for the element type T (or a Half/BFloat16 codec tag) and the op functor.
+// Internal to kernels/.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/convert.h"
+#include "kernels/element_ops.h"
+#include "kernels/types.h"
+
+namespace braid::kernels::detail {
+
+/// Tag for binary16 buffers: computed in float32 through these bulk conversions.
+struct HalfCodec {
+  static void toFloat(float* out, const void* in, size_t n) { halfToFloatN(out, in, n); }
+  static void fromFloat(void* out, const float* in, size_t n) { floatToHalfN(out, in, n); }
+};
+
+/// Tag for bfloat16 buffers: computed in float32 through these bulk conversions.
+struct BFloat16Codec {
+  static void toFloat(float* out, const void* in, size_t n) { bfloat16ToFloatN(out, in, n); }
+  static void fromFloat(void* out, const float* in, size_t n) { floatToBfloat16N(out, in, n); }
+};
+
+template <typename T>
+inline constexpr bool kIsCodec = std::is_same_v<T, HalfCodec> || std::is_same_v<T, BFloat16Codec>;
+
+/// Elements of a float16/bfloat16 chunk staged through float32 buffers on the stack.
+inline constexpr size_t kStageElems = 512;
+
+[[noreturn]] inline void badArgument(const char* what, const std::string& detail) {
+  throw std::invalid_argument(std::string("braid::kernels::") + what + ": " + detail);
+}
+
+/// Throws std::invalid_argument (naming `what`) for a dtype or op outside the enums.
+inline void checkArgs(const char* what, DataType type, RedOp op) {
+  if (!isValid(type)) {
+    badArgument(what, "invalid data type " + std::to_string(static_cast<unsigned>(type)));
+  }
+  if (!isValid(op)) {
+    badArgument(what, "invalid reduction op " + std::to_string(static_cast<unsigned>(op)));
+  }
+}
+
+template <template <typename, typename> class Kernel, typename T, typename... Args>
+inline void dispatchOp(const char* what, RedOp op, Args... args) {
+  switch (op) {
+    case RedOp::kSum:
+    case RedOp::kAvg:  // avg reduces as a sum; divide() finalizes it
+      return Kernel<T, SumOp>::run(args...);
+    case RedOp::kProd:
+      return Kernel<T, ProdOp>::run(args...);
+    case RedOp::kMax:
+      return Kernel<T, MaxOp>::run(args...);
+    case RedOp::kMin:
+      return Kernel<T, MinOp>::run(args...);
+  }
+  badArgument(what, "invalid reduction op " + std::to_string(static_cast<unsigned>(op)));
+}
+
+/// Calls Kernel<T, Op>::run(args...) for `type` and `op`; throws std::invalid_argument (naming
+/// `what`) for a value outside the enums.
+template <template <typename, typename> class Kernel, typename... Args>
+inline void dispatch(const char* what, DataType type, RedOp op, Args... args) {
+  switch (type) {
+    case DataType::kInt8:
+      return dispatchOp<Kernel, int8_t>(what, op, args...);
+    case DataType::kUint8:
+      return dispatchOp<Kernel, uint8_t>(what, op, args...);
+    case DataType::kInt32:
+      return dispatchOp<Kernel, int32_t>(what, op, args...);
+    case DataType::kUint32:
+      return dispatchOp<Kernel, uint32_t>(what, op, args...);
+    case DataType::kInt64:
+      return dispatchOp<Kernel, int64_t>(what, op, args...);
+    case DataType::kUint64:
+      return dispatchOp<Kernel, uint64_t>(what, op, args...);
+    case DataType::kFloat16:
+      return dispatchOp<Kernel, HalfCodec>(what, op, args...);
+    case DataType::kFloat32:
+      return dispatchOp<Kernel, float>(what, op, args...);
+    case DataType::kFloat64:
+      return dispatchOp<Kernel, double>(what, op, args...);
+    case DataType::kBFloat16:
+      return dispatchOp<Kernel, BFloat16Codec>(what, op, args...);
+  }
+  badArgument(what, "invalid data type " + std::to_string(static_cast<unsigned>(type)));
+}
+
+}  // namespace braid::kernels::detail

@@ -1,0 +1,213 @@
+// Helpers for the transport tests: key-value stores, rank runners, payload generators, waits.
+#pragma once
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/transport.h"
+
+namespace braid::transport::testing {
+
+/// In-memory store for ranks that are threads of one process.
+class MemoryKeyValue : public KeyValue {
+ public:
+  void set(const std::string& key, const std::string& value) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    values_[key] = value;
+    changed_.notify_all();
+  }
+  std::string get(const std::string& key, Deadline deadline) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      auto it = values_.find(key);
+      if (it != values_.end()) return it->second;
+      if (deadline.expired()) fail(ErrorCode::kTimeout, "kv get('{}') timed out", key);
+      // Bounded steps keep us clear of time_point::max() overflow in wait_until.
+      changed_.wait_for(lock, std::chrono::milliseconds(std::min(deadline.millisLeft(), 100)));
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> values_;
+};
+
+/// A store in a directory (one file per key, written by rename) for forked ranks.
+class FileKeyValue : public KeyValue {
+ public:
+  explicit FileKeyValue(std::string dir) : dir_(std::move(dir)) {}
+  void set(const std::string& key, const std::string& value) override {
+    std::string tmp = fmt::format("{}/.tmp-{}-{}", dir_, getpid(), counter_++);
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out << value;
+    }
+    std::rename(tmp.c_str(), path(key).c_str());
+  }
+  std::string get(const std::string& key, Deadline deadline) override {
+    while (true) {
+      std::ifstream in(path(key), std::ios::binary);
+      if (in) {
+        std::stringstream text;
+        text << in.rdbuf();
+        return text.str();
+      }
+      if (deadline.expired()) fail(ErrorCode::kTimeout, "kv get('{}') timed out", key);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+ private:
+  std::string path(const std::string& key) const {
+    std::string name = key;
+    for (char& c : name) c = c == '/' ? '_' : c;
+    return dir_ + "/" + name;
+  }
+  std::string dir_;
+  int counter_ = 0;
+};
+
+/// A fresh job id per call (segment names must not collide between tests or runs).
+inline std::string uniqueJobId(const std::string& what) {
+  static int counter = 0;
+  return fmt::format("t{}-{}-{}", getpid(), what, counter++);
+}
+
+inline EndpointConfig makeConfig(int rank, int size, const std::vector<Kind>& kinds,
+                                 const std::string& jobId) {
+  EndpointConfig c;
+  c.rank = rank;
+  c.size = size;
+  c.peerKinds = kinds;
+  c.peerKinds[rank] = Kind::kSelf;
+  c.jobId = jobId;
+  c.secret = "s3cret";
+  c.timeoutSeconds = 20;
+  return c;
+}
+
+/// Runs fn(rank) on `size` threads; returns the first exception text per rank ("" = ok).
+inline std::vector<std::string> runRanks(int size, const std::function<void(int)>& fn) {
+  std::vector<std::string> errors(size);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        fn(r);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+inline void fillPayload(void* dst, size_t bytes, uint64_t seed) {
+  auto* out = static_cast<unsigned char*>(dst);
+  for (size_t i = 0; i < bytes; i += 8) {
+    uint64_t word = mix(seed ^ (i * 0x100000001b3ull));
+    std::memcpy(out + i, &word, std::min<size_t>(8, bytes - i));
+  }
+}
+
+/// Index of the first wrong byte, or -1.
+inline long checkPayload(const void* src, size_t bytes, uint64_t seed) {
+  auto* in = static_cast<const unsigned char*>(src);
+  for (size_t i = 0; i < bytes; i += 8) {
+    uint64_t word = mix(seed ^ (i * 0x100000001b3ull));
+    size_t n = std::min<size_t>(8, bytes - i);
+    if (std::memcmp(in + i, &word, n) != 0) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+/// Polls `ready` until true or `seconds` pass, sleeping on the endpoint's doorbell in between.
+inline bool waitFor(Endpoint& ep, const std::function<bool()>& ready, double seconds) {
+  Deadline deadline = Deadline::after(seconds);
+  while (true) {
+    for (int spin = 0; spin < 64; ++spin) {
+      if (ready()) return true;
+    }
+    uint32_t ticket = ep.prepareSleep();
+    if (ready()) {
+      ep.sleep(ticket, Clock::now());
+      return true;
+    }
+    if (deadline.expired()) {
+      ep.sleep(ticket, Clock::now());
+      return false;
+    }
+    ep.sleep(ticket, std::min(deadline.when(), Clock::now() + std::chrono::milliseconds(20)));
+  }
+}
+
+/// Forks a child that runs fn() and exits with its result (0 ok), 2 on an exception.
+inline pid_t forkRank(const std::function<int()>& fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int code = 3;
+    try {
+      code = fn();
+    } catch (const std::exception& e) {
+      fprintf(stderr, "child %d: %s\n", getpid(), e.what());
+      code = 2;
+    }
+    _exit(code);
+  }
+  return pid;
+}
+
+/// Waits for a child (killing it after `seconds`); returns its exit code, or -signal.
+inline int waitChild(pid_t pid, double seconds) {
+  Deadline deadline = Deadline::after(seconds);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (deadline.expired()) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1000;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return -WTERMSIG(status);
+}
+
+/// Names in /dev/shm that start with `prefix`.
+inline std::vector<std::string> shmEntries(const std::string& prefix) {
+  std::vector<std::string> out;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return out;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind(prefix, 0) == 0) out.push_back(name);
+  }
+  closedir(dir);
+  return out;
+}
+
+}  // namespace braid::transport::testing

@@ -1,0 +1,35 @@
+// braidrun's command line.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace braid::braidrun {
+
+/// What to launch and how.
+struct LaunchOptions {
+  int ranks = 0;                       ///< -n: local ranks to start
+  std::optional<std::string> timeout;  ///< --timeout: passed on as BRAID_TIMEOUT (seconds)
+  bool prefix = true;                  ///< false with --no-prefix: ranks inherit stdio
+  int port = 0;                        ///< --port: MASTER_PORT; 0 = pick a free one
+  std::string hostAddr = "127.0.0.1";  ///< --host-addr: MASTER_ADDR
+  double graceSeconds = 3;             ///< --grace: SIGTERM to SIGKILL when stopping ranks
+  std::vector<std::string> command;    ///< COMMAND ARGS...
+  bool help = false;                   ///< -h/--help was given
+};
+
+/// A command line braidrun cannot run; main prints the message and the usage, and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses argv (argv[0] is skipped). Options stop at the first word that is not an option (or
+/// after "--"); everything from there on is the command. Throws UsageError.
+LaunchOptions parseArguments(int argc, const char* const* argv);
+
+/// The usage text, ending in a newline.
+std::string usageText();
+
+}  // namespace braid::braidrun

@@ -1,0 +1,71 @@
+// The shared-memory transport: one POSIX shm "inbox" segment per rank that its shm peers write
+// into. Internal to transport/ (users see transport/transport.h only).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transport/doorbell.h"
+#include "transport/transport.h"
+
+namespace braid::transport::shm {
+
+struct InboxHeader;
+class ShmSendChannel;
+class ShmRecvChannel;
+
+/// This rank's shm inbox plus its mappings of every shm peer's inbox. Connection happens in three
+/// steps so that the caller can interleave them with other transports:
+///   ShmTransport(config, kv)  creates and publishes the inbox "/braid-<jobId>-<rank>";
+///   mapPeers(kv, deadline)    maps every shm peer's inbox and announces "<jobId>/mapped/<rank>";
+///   unlinkWhenMapped(...)     waits until every shm peer mapped this inbox, then unlinks it.
+/// The destructor unmaps everything and unlinks the inbox if that had not happened yet.
+class ShmTransport {
+ public:
+  /// Throws kSystemError when the segment cannot be created, kInvalidUsage on a bad config.
+  ShmTransport(const EndpointConfig& config, KeyValue& kv);
+  ~ShmTransport();
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
+
+  void mapPeers(KeyValue& kv, Deadline deadline);
+  void unlinkWhenMapped(KeyValue& kv, Deadline deadline);
+
+  /// This rank's doorbell, in its inbox (peers ring it directly).
+  Doorbell& doorbell();
+  /// Valid after mapPeers() for every peer whose kind is kShm.
+  SendChannel& send(int peer, int channel);
+  RecvChannel& recv(int peer, int channel);
+  /// False once the peer's process is gone (no such pid, or a zombie).
+  bool peerAlive(int peer);
+  /// Writes {rank, reason} into every shm peer's abort record (first writer wins) and rings them.
+  void signalAbort(const std::string& reason);
+  /// The abort record of this rank's inbox, once a peer has written it.
+  std::optional<std::pair<int, std::string>> peerAbort();
+
+  /// The segment name used for `rank` of job `jobId` (for tests that check /dev/shm).
+  static std::string segmentName(const std::string& jobId, int rank);
+
+ private:
+  struct Mapping {
+    void* base = nullptr;
+    size_t bytes = 0;
+  };
+  InboxHeader* header(int peer) const;
+  void initInbox(const std::vector<uint64_t>& offsets);
+  static bool removeStaleSegment(const std::string& name);
+
+  EndpointConfig config_;
+  std::string name_;
+  bool unlinked_ = false;
+  Mapping own_;
+  std::vector<Mapping> peers_;  // by rank; empty for non-shm peers
+  std::vector<bool> dead_;
+  std::vector<std::unique_ptr<ShmSendChannel>> sends_;  // [peer * channels + channel]
+  std::vector<std::unique_ptr<ShmRecvChannel>> recvs_;
+};
+
+}  // namespace braid::transport::shm

@@ -1,0 +1,79 @@
+// The tcp transport: one socket per peer pair carrying every channel, a progress thread per
+// endpoint, credit-based flow control. Internal to transport/ (users see transport/transport.h).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "transport/doorbell.h"
+#include "transport/transport.h"
+
+namespace braid::transport::tcp {
+
+class TcpSendChannel;
+class TcpRecvChannel;
+struct PeerLink;
+
+/// Connection happens in steps so the caller can interleave them with other transports:
+///   TcpTransport(config, kv)  listens and publishes "<jobId>/tcp/<rank>" = "addr:port";
+///   connectPeers(kv, deadline) connects to higher ranks, accepts lower ranks (handshake checked);
+///   start(doorbell)           starts the progress thread, which rings `doorbell` on arrivals.
+/// The destructor flushes what was posted (bounded), closes the sockets and joins the thread.
+class TcpTransport {
+ public:
+  TcpTransport(const EndpointConfig& config, KeyValue& kv);
+  ~TcpTransport();
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
+
+  void connectPeers(KeyValue& kv, Deadline deadline);
+  void start(Doorbell* doorbell);
+
+  SendChannel& send(int peer, int channel);
+  RecvChannel& recv(int peer, int channel);
+  /// False once the peer's connection closed, reset, or broke the protocol.
+  bool peerAlive(int peer);
+  /// Queues an abort frame to every tcp peer; safe from any thread.
+  void signalAbort(const std::string& reason);
+  /// The first abort a tcp peer sent (or a protocol error a peer committed).
+  std::optional<std::pair<int, std::string>> peerAbort();
+
+  /// Wakes the progress thread if it sleeps (channels call it after post/release).
+  void wakeProgress();
+
+ private:
+  void acceptPeers(Deadline deadline);
+  void progressLoop();
+  bool progressOnce();
+  bool hasLocalWork();
+  bool hasPendingOutput();
+  bool flushOut(PeerLink& link);
+  bool readIn(PeerLink& link);
+  void markDead(PeerLink& link, const std::string& why, bool protocolError);
+  void recordAbort(int peer, const std::string& reason);
+
+  EndpointConfig config_;
+  int listenFd_ = -1;
+  int epollFd_ = -1;
+  int eventFd_ = -1;
+  std::vector<std::unique_ptr<PeerLink>> links_;  // by rank; null for non-tcp peers
+  std::vector<std::unique_ptr<TcpSendChannel>> sends_;
+  std::vector<std::unique_ptr<TcpRecvChannel>> recvs_;
+  Doorbell* doorbell_ = nullptr;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  alignas(64) std::atomic<uint32_t> progressSleeping_{0};
+  std::atomic<bool> abortRequested_{false};
+  bool abortQueued_ = false;  // progress thread only
+  std::mutex mutex_;          // guards abortReason_ and peerAbort_
+  std::string abortReason_;
+  std::optional<std::pair<int, std::string>> peerAbort_;
+};
+
+}  // namespace braid::transport::tcp

@@ -1,0 +1,63 @@
+// The tcp transport's wire format (host byte order: all ranks of a job share an architecture).
+//
+// Connection: the lower rank connects to the higher one and sends Hello + jobId + secret; the
+// acceptor checks every field and answers Ack, or closes the socket. Then both directions carry
+// frames: FrameHeader, followed by `length` payload bytes for kData and kAbort.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "transport/transport.h"
+
+namespace braid::transport::tcp {
+
+inline constexpr uint64_t kHelloMagic = 0x3163746469617262ull;  // "braidtc1"
+inline constexpr uint64_t kAckMagic = 0x316b636469617262ull;    // "braidck1"
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kMaxHandshakeString = 1024;  ///< bound on jobId and secret lengths
+inline constexpr uint32_t kMaxAbortReason = 256;
+
+struct Hello {
+  uint64_t magic = kHelloMagic;
+  uint32_t version = kProtocolVersion;
+  int32_t size = 0;    ///< world size
+  int32_t rank = 0;    ///< the connecting rank
+  int32_t target = 0;  ///< the rank it means to reach
+  uint32_t jobIdBytes = 0;
+  uint32_t secretBytes = 0;
+};
+static_assert(sizeof(Hello) == 32);
+
+struct Ack {
+  uint64_t magic = kAckMagic;
+  int32_t rank = 0;  ///< the accepting rank
+  int32_t pad = 0;
+};
+
+enum FrameType : uint32_t { kData = 1, kCredit = 2, kAbort = 3 };
+
+struct FrameHeader {
+  uint32_t type = 0;
+  uint32_t channel = 0;
+  uint64_t length = 0;  ///< kData: payload bytes; kCredit: messages released so far; kAbort: text
+  MessageMeta meta;
+};
+static_assert(sizeof(FrameHeader) == 48);
+
+/// Hello followed by the jobId and secret bytes.
+inline std::string encodeHello(int size, int rank, int target, const std::string& jobId,
+                               const std::string& secret) {
+  Hello hello;
+  hello.size = size;
+  hello.rank = rank;
+  hello.target = target;
+  hello.jobIdBytes = static_cast<uint32_t>(jobId.size());
+  hello.secretBytes = static_cast<uint32_t>(secret.size());
+  std::string out(sizeof hello, '\0');
+  std::memcpy(out.data(), &hello, sizeof hello);
+  return out + jobId + secret;
+}
+
+}  // namespace braid::transport::tcp
