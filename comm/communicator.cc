@@ -252,12 +252,62 @@ void CommState::runBlocking(const OpDesc& desc) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
   op->timeoutSeconds = options.timeoutSeconds;
+  op->state = self;
   queue.push_back(op);
   if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
   queueCv.notify_all();
   lock.unlock();
   Request request(op);
   request.wait();
+}
+
+void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+  try {
+    execute(op->desc);
+  } catch (const Error& e) {
+    code = e.code();
+    message = e.what();
+  } catch (const std::exception& e) {
+    code = ErrorCode::kInternal;
+    message = fmt::format("rank {}: internal error: {}", rank, e.what());
+  }
+  {
+    std::lock_guard<std::mutex> opLock(op->mutex);
+    op->done = true;
+    op->code = code;
+    op->message = std::move(message);
+  }
+  op->doneCv.notify_all();
+}
+
+void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline) {
+  auto isDone = [&] {
+    std::lock_guard<std::mutex> opLock(target->mutex);
+    return target->done;
+  };
+  std::unique_lock<std::mutex> lock(queueMutex);
+  ++waiters;
+  while (!isDone()) {
+    if (!busy && !queue.empty()) {
+      auto op = queue.front();
+      queue.pop_front();
+      busy = true;
+      lock.unlock();
+      runQueued(op);
+      lock.lock();
+      busy = false;
+      queueCv.notify_all();
+      continue;
+    }
+    if (deadline.expired()) break;
+    auto slice = Clock::now() + std::chrono::milliseconds(100);
+    queueCv.wait_until(lock, std::min(slice, deadline.when()));
+  }
+  --waiters;
+  // Ops left queued are the progress thread's again; it looks within a millisecond (waking it
+  // here would let it race the next wait() for them).
 }
 
 Request CommState::submit(const OpDesc& desc) {
@@ -269,6 +319,8 @@ Request CommState::submit(const OpDesc& desc) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
   op->timeoutSeconds = options.timeoutSeconds;
+  op->state = self;
+  op->submitted = Clock::now();
   queue.push_back(op);
   if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
   queueCv.notify_all();
@@ -276,32 +328,30 @@ Request CommState::submit(const OpDesc& desc) {
 }
 
 void CommState::workerLoop() {
+  // The progress thread runs queued ops nobody waits for. It leaves a fresh op alone for a short
+  // grace period, because a caller that submits and then waits runs it cheaper itself.
+  constexpr auto kGrace = std::chrono::microseconds(100);
+  constexpr auto kRecheck = std::chrono::milliseconds(1);
   std::unique_lock<std::mutex> lock(queueMutex);
-  for (;;) {
-    queueCv.wait(lock, [&] { return stopping || (!queue.empty() && !busy); });
-    if (stopping) return;
+  while (!stopping) {
+    if (queue.empty()) {
+      queueCv.wait(lock);
+      continue;
+    }
+    if (busy || waiters > 0) {
+      queueCv.wait_for(lock, kRecheck);
+      continue;
+    }
+    const auto due = queue.front()->submitted + kGrace;
+    if (Clock::now() < due) {
+      queueCv.wait_until(lock, due);
+      continue;
+    }
     auto op = queue.front();
     queue.pop_front();
     busy = true;
     lock.unlock();
-    ErrorCode code = ErrorCode::kOk;
-    std::string message;
-    try {
-      execute(op->desc);
-    } catch (const Error& e) {
-      code = e.code();
-      message = e.what();
-    } catch (const std::exception& e) {
-      code = ErrorCode::kInternal;
-      message = fmt::format("rank {}: internal error: {}", rank, e.what());
-    }
-    {
-      std::lock_guard<std::mutex> opLock(op->mutex);
-      op->done = true;
-      op->code = code;
-      op->message = std::move(message);
-    }
-    op->doneCv.notify_all();
+    runQueued(op);
     lock.lock();
     busy = false;
     queueCv.notify_all();
@@ -452,6 +502,9 @@ bool Request::test() {
 
 void Request::wait(Deadline deadline) {
   BRAID_ENFORCE(op_ != nullptr, ErrorCode::kInvalidUsage, "wait() on an empty Request");
+  if (!test()) {
+    if (auto state = op_->state.lock()) state->helpUntilDone(op_, deadline);
+  }
   std::unique_lock<std::mutex> lock(op_->mutex);
   while (!op_->done) {
     if (deadline.when() == Clock::time_point::max()) {

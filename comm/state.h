@@ -40,6 +40,8 @@ struct OpDesc {
 struct Request::Op {
   OpDesc desc;
   double timeoutSeconds = 60;
+  std::weak_ptr<CommState> state;  // lets wait() run the op inline instead of a thread hand-off
+  Clock::time_point submitted;
   std::mutex mutex;
   std::condition_variable doneCv;
   bool done = false;
@@ -83,6 +85,7 @@ struct CommState {
   std::deque<std::shared_ptr<Request::Op>> queue;
   bool busy = false;
   bool stopping = false;
+  int waiters = 0;  // threads inside helpUntilDone
   std::thread worker;
 
   // Set by the first failure; every later call fails with it.
@@ -105,6 +108,13 @@ struct CommState {
   Request submit(const OpDesc& desc);
   void abort(const std::string& why);
   void workerLoop();
+  /// Waits for `target` by running queued ops on this thread whenever nobody else is executing
+  /// (the progress thread stands back while someone waits, so on a busy machine no two threads of
+  /// one rank fight for a core). Returns when target is done or at the deadline.
+  void helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline);
+  /// Runs one dequeued op and completes it (never throws).
+  void runQueued(const std::shared_ptr<Request::Op>& op);
+  std::weak_ptr<CommState> self;
   comm::TunerConfig tunerConfig() const;
   std::shared_ptr<const comm::RankProgram> program(const comm::ScheduleSpec& spec);
 };

@@ -9,18 +9,21 @@
 
 #include "kernels/convert.h"
 #include "kernels/element_ops.h"
+#include "kernels/loops.h"
 #include "kernels/types.h"
 
 namespace braid::kernels::detail {
 
 /// Tag for binary16 buffers: computed in float32 through these bulk conversions.
 struct HalfCodec {
+  using Elem = HalfElem;
   static void toFloat(float* out, const void* in, size_t n) { halfToFloatN(out, in, n); }
   static void fromFloat(void* out, const float* in, size_t n) { floatToHalfN(out, in, n); }
 };
 
 /// Tag for bfloat16 buffers: computed in float32 through these bulk conversions.
 struct BFloat16Codec {
+  using Elem = BFloat16Elem;
   static void toFloat(float* out, const void* in, size_t n) { bfloat16ToFloatN(out, in, n); }
   static void fromFloat(void* out, const float* in, size_t n) { floatToBfloat16N(out, in, n); }
 };

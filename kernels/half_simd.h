@@ -25,9 +25,9 @@ inline void loadHalfBlock(float* out, const char* p) {
   _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
 }
 inline void storeHalfBlock(char* p, const float* in) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      _mm512_cvtps_ph(_mm512_loadu_ps(in),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(p),
+      _mm512_cvtps_ph(_mm512_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 #else
 inline constexpr size_t kHalfLanes = 8;

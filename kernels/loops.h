@@ -62,6 +62,16 @@ inline void accumulateLoop(UA<S>* __restrict d, const UA<S>* __restrict b, size_
   for (size_t i = 0; i < n; ++i) d[i] = E::out(op(E::in(d[i]), E::in(b[i])));
 }
 
+/// d[i] = op(op(d[i], b[i]), c[i]) (two accumulation steps, in that order, in one pass); d does
+/// not overlap b or c.
+template <typename E, typename Op, typename S = typename E::Storage>
+inline void accumulate2Loop(UA<S>* __restrict d, const UA<S>* __restrict b,
+                            const UA<S>* __restrict c, size_t n) {
+  const Op op;
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i) d[i] = E::out(op(op(E::in(d[i]), E::in(b[i])), E::in(c[i])));
+}
+
 /// d[i] = op(a[i], d[i]); d and a do not overlap.
 template <typename E, typename Op, typename S = typename E::Storage>
 inline void accumulateRightLoop(UA<S>* __restrict d, const UA<S>* __restrict a, size_t n) {
@@ -76,6 +86,15 @@ inline void selfLoop(UA<S>* __restrict d, size_t n) {
   const Op op;
 #pragma GCC ivdep
   for (size_t i = 0; i < n; ++i) d[i] = E::out(op(E::in(d[i]), E::in(d[i])));
+}
+
+/// acc[i] = op(acc[i], in(s[i])): accumulate stored elements into a compute-type buffer.
+template <typename E, typename Op, typename S = typename E::Storage,
+          typename C = typename E::Compute>
+inline void accumulateFromLoop(C* __restrict acc, const UA<S>* __restrict s, size_t n) {
+  const Op op;
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i) acc[i] = op(acc[i], E::in(s[i]));
 }
 
 /// dst = a op b for n elements, choosing the loop for the exact aliasing the contract allows

@@ -1,8 +1,9 @@
 // Names of data types and reduction ops, as nccl-tests prints them, and their parsers.
 #include "kernels/types.h"
 
-#include <cstring>
 #include <strings.h>
+
+#include <cstring>
 
 namespace braid {
 namespace {
@@ -14,15 +15,15 @@ struct NamedType {
 
 // The first entry for each type is its canonical (nccl-tests) name; the rest are aliases.
 constexpr NamedType kTypeNames[] = {
-    {"int8", DataType::kInt8},         {"uint8", DataType::kUint8},
-    {"int32", DataType::kInt32},       {"uint32", DataType::kUint32},
-    {"int64", DataType::kInt64},       {"uint64", DataType::kUint64},
-    {"half", DataType::kFloat16},      {"float", DataType::kFloat32},
-    {"double", DataType::kFloat64},    {"bfloat16", DataType::kBFloat16},
-    {"float16", DataType::kFloat16},   {"fp16", DataType::kFloat16},
-    {"float32", DataType::kFloat32},   {"fp32", DataType::kFloat32},
-    {"float64", DataType::kFloat64},   {"fp64", DataType::kFloat64},
-    {"bf16", DataType::kBFloat16},     {"char", DataType::kInt8},
+    {"int8", DataType::kInt8},       {"uint8", DataType::kUint8},
+    {"int32", DataType::kInt32},     {"uint32", DataType::kUint32},
+    {"int64", DataType::kInt64},     {"uint64", DataType::kUint64},
+    {"half", DataType::kFloat16},    {"float", DataType::kFloat32},
+    {"double", DataType::kFloat64},  {"bfloat16", DataType::kBFloat16},
+    {"float16", DataType::kFloat16}, {"fp16", DataType::kFloat16},
+    {"float32", DataType::kFloat32}, {"fp32", DataType::kFloat32},
+    {"float64", DataType::kFloat64}, {"fp64", DataType::kFloat64},
+    {"bf16", DataType::kBFloat16},   {"char", DataType::kInt8},
     {"int", DataType::kInt32},
 };
 

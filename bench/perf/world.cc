@@ -129,20 +129,25 @@ int rankFromEnvironment() {
 
 std::unique_ptr<World> World::join(const Options& options, bool needMpi) {
   std::unique_ptr<World> world(new World());
-  // The bench's own collectives (device lines, times, wrong counts, barriers) run on a
-  // communicator with the tuner's choice: a forced --algo may not implement them.
-  Options helperOptions = options;
-  helperOptions.algorithm = Algorithm::kAuto;
-  std::unique_ptr<Communicator> first = world->joinFirst(helperOptions, needMpi);
+  // The bench's own collectives (device lines, times, wrong counts) are all-reduces. A forced
+  // algorithm (--algo or BRAID_ALGO) may not run those, so then they get a communicator of their
+  // own, forced to ring (which runs all-reduce at any size), and the one under test is made from
+  // a unique id handed out over it.
+  auto envAlgo = envString("BRAID_ALGO");
+  const bool forced = options.algorithm != Algorithm::kAuto || (envAlgo && *envAlgo != "auto");
+  Options firstOptions = options;
+  if (forced) firstOptions.algorithm = Algorithm::kRing;
+  std::unique_ptr<Communicator> first = world->joinFirst(firstOptions, needMpi);
   world->rank_ = first->rank();
   world->size_ = first->size();
-  if (options.algorithm == Algorithm::kAuto) {
+  if (!forced) {
     world->comm_ = std::move(first);
     return world;
   }
-  UniqueId id;
+  UniqueId id;  // zero-filled; a sum hands rank 0's bytes to everyone
   if (world->rank_ == 0) id = Communicator::uniqueId();
-  first->broadcast(id.bytes.data(), id.bytes.data(), id.bytes.size(), DataType::kUint8, 0);
+  first->allReduce(id.bytes.data(), id.bytes.data(), id.bytes.size(), DataType::kUint8,
+                   RedOp::kSum);
   world->comm_ = std::make_unique<Communicator>(
       Communicator::fromUniqueId(id, world->rank_, world->size_, options));
   world->helper_ = std::move(first);

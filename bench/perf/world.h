@@ -34,8 +34,8 @@ class World {
   /// The communicator under test (with the asked --algo).
   Communicator& comm() { return *comm_; }
   /// The communicator for the bench's own collectives (barriers, time and wrong-count
-  /// reductions): comm() itself unless --algo forced an algorithm, then a second one with the
-  /// tuner's choice, since a forced algorithm may not implement every collective.
+  /// reductions): comm() itself unless --algo or BRAID_ALGO forces an algorithm, then a second
+  /// one forced to ring, since a forced algorithm may not implement all-reduce.
   Communicator& helper() { return helper_ ? *helper_ : *comm_; }
   /// "mpirun", "braidrun", "env" (RANK/WORLD_SIZE without braidrun) or "single".
   const std::string& launcher() const { return launcher_; }

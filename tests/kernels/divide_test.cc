@@ -7,8 +7,9 @@
 namespace braid::kernels::test {
 namespace {
 
-constexpr uint64_t kDivisors[] = {1, 2, 3, 7, 8, 100, 200, 255, 256, 65537, 1ull << 31,
-                                  (1ull << 32) + 1, 1ull << 62, 1ull << 63, ~0ull};
+constexpr uint64_t kDivisors[] = {1,          2,          3,    7,     8,          100,
+                                  200,        255,        256,  65537, 1ull << 31, (1ull << 32) + 1,
+                                  1ull << 62, 1ull << 63, ~0ull};
 
 template <typename T>
 Acc<T> refDivide(Acc<T> x, uint64_t divisor) {

@@ -52,16 +52,26 @@ constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin
 template <typename F>
 void withType(DataType type, F&& f) {
   switch (type) {
-    case DataType::kInt8: return f.template operator()<int8_t>();
-    case DataType::kUint8: return f.template operator()<uint8_t>();
-    case DataType::kInt32: return f.template operator()<int32_t>();
-    case DataType::kUint32: return f.template operator()<uint32_t>();
-    case DataType::kInt64: return f.template operator()<int64_t>();
-    case DataType::kUint64: return f.template operator()<uint64_t>();
-    case DataType::kFloat16: return f.template operator()<Half>();
-    case DataType::kFloat32: return f.template operator()<float>();
-    case DataType::kFloat64: return f.template operator()<double>();
-    case DataType::kBFloat16: return f.template operator()<BFloat16>();
+    case DataType::kInt8:
+      return f.template operator()<int8_t>();
+    case DataType::kUint8:
+      return f.template operator()<uint8_t>();
+    case DataType::kInt32:
+      return f.template operator()<int32_t>();
+    case DataType::kUint32:
+      return f.template operator()<uint32_t>();
+    case DataType::kInt64:
+      return f.template operator()<int64_t>();
+    case DataType::kUint64:
+      return f.template operator()<uint64_t>();
+    case DataType::kFloat16:
+      return f.template operator()<Half>();
+    case DataType::kFloat32:
+      return f.template operator()<float>();
+    case DataType::kFloat64:
+      return f.template operator()<double>();
+    case DataType::kBFloat16:
+      return f.template operator()<BFloat16>();
   }
   FAIL() << "bad dtype";
 }
@@ -98,12 +108,15 @@ template <typename C>
 C refOp(RedOp op, C a, C b) {
   if constexpr (std::is_integral_v<C>) {
     switch (op) {
-      case RedOp::kSum: case RedOp::kAvg:
+      case RedOp::kSum:
+      case RedOp::kAvg:
         return static_cast<C>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
       case RedOp::kProd:
         return static_cast<C>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-      case RedOp::kMax: return a > b ? a : b;
-      case RedOp::kMin: return a < b ? a : b;
+      case RedOp::kMax:
+        return a > b ? a : b;
+      case RedOp::kMin:
+        return a < b ? a : b;
     }
   } else {
     if (op == RedOp::kMax || op == RedOp::kMin) {
@@ -143,8 +156,8 @@ void fillRandom(std::mt19937_64& rng, void* p, size_t count) {
         uint32_t mant = static_cast<uint32_t>(r) & 0x7fffffu;
         if constexpr (std::is_same_v<T, Half>) mant &= ~0x1fffu;
         if constexpr (std::is_same_v<T, BFloat16>) mant &= ~0xffffu;
-        const uint32_t bits = (static_cast<uint32_t>(sign) << 31) |
-                              (static_cast<uint32_t>(127 + e) << 23) | mant;
+        const uint32_t bits =
+            (static_cast<uint32_t>(sign) << 31) | (static_cast<uint32_t>(127 + e) << 23) | mant;
         float v;
         std::memcpy(&v, &bits, 4);
         store<T>(p, i, v);

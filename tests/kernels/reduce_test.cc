@@ -16,10 +16,14 @@ enum class Alias { kNone, kDstIsA, kDstIsB, kAll };
 
 const char* aliasName(Alias a) {
   switch (a) {
-    case Alias::kNone: return "none";
-    case Alias::kDstIsA: return "dst==a";
-    case Alias::kDstIsB: return "dst==b";
-    case Alias::kAll: return "dst==a==b";
+    case Alias::kNone:
+      return "none";
+    case Alias::kDstIsA:
+      return "dst==a";
+    case Alias::kDstIsB:
+      return "dst==b";
+    case Alias::kAll:
+      return "dst==a==b";
   }
   return "?";
 }
@@ -58,10 +62,18 @@ void checkReduce(DataType type, RedOp op, size_t count, size_t offset, Alias ali
   const void* pa = a.data();
   const void* pb = b.data();
   switch (alias) {
-    case Alias::kNone: break;
-    case Alias::kDstIsA: dst = a.data(); break;
-    case Alias::kDstIsB: dst = b.data(); break;
-    case Alias::kAll: dst = a.data(); pb = a.data(); break;
+    case Alias::kNone:
+      break;
+    case Alias::kDstIsA:
+      dst = a.data();
+      break;
+    case Alias::kDstIsB:
+      dst = b.data();
+      break;
+    case Alias::kAll:
+      dst = a.data();
+      pb = a.data();
+      break;
   }
   reduce(dst, pa, pb, count, type, op);
   EXPECT_EQ(compareAll<T>(dst, want.data(), count), "");
@@ -75,9 +87,9 @@ TEST_P(ReduceTest, MatchesReference) {
       for (size_t off : offsetsFor(storageSize<T>())) {
         for (Alias alias : {Alias::kNone, Alias::kDstIsA, Alias::kDstIsB, Alias::kAll}) {
           // Keep the 1M case to three combinations so the suite stays fast.
-          if (count == kLarge && !((off == 0 && alias == Alias::kNone) ||
-                                   (off == 1 && alias == Alias::kDstIsA) ||
-                                   (off == storageSize<T>() && alias == Alias::kDstIsB))) {
+          if (count == kLarge &&
+              !((off == 0 && alias == Alias::kNone) || (off == 1 && alias == Alias::kDstIsA) ||
+                (off == storageSize<T>() && alias == Alias::kDstIsB))) {
             continue;
           }
           checkReduce<T>(type(), op(), count, off, alias, seed++);
@@ -115,8 +127,7 @@ TEST_P(ReduceTest, ReduceCopyWritesBothOutputs) {
         reduceCopy(out0, out1, a.data(), b.data(), count, type(), op());
         EXPECT_EQ(compareAll<T>(out0, want.data(), count), "");
         EXPECT_EQ(compareAll<T>(out1, want.data(), count), "");
-        EXPECT_TRUE(a.guardsIntact() && b.guardsIntact() && d0.guardsIntact() &&
-                    d1.guardsIntact());
+        EXPECT_TRUE(a.guardsIntact() && b.guardsIntact() && d0.guardsIntact() && d1.guardsIntact());
         if (HasFailure()) return;
       }
     }

@@ -1,14 +1,14 @@
 // Data type and op names (as nccl-tests prints them) and their parsers.
-#include <gtest/gtest.h>
-
 #include "kernels/types.h"
+
+#include <gtest/gtest.h>
 
 namespace braid {
 namespace {
 
 TEST(Types, NamesMatchNcclTests) {
-  const char* want[] = {"int8",  "uint8", "int32",  "uint32", "int64",
-                        "uint64", "half", "float", "double", "bfloat16"};
+  const char* want[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                        "uint64", "half",  "float", "double", "bfloat16"};
   for (int i = 0; i < kNumDataTypes; ++i) {
     EXPECT_STREQ(dataTypeName(static_cast<DataType>(i)), want[i]);
     DataType t;

@@ -142,7 +142,7 @@ TEST_P(AllPairsTest, EveryPairEveryChannelInOrder) {
   MemoryKeyValue kv;
   std::string jobId = uniqueJobId("pairs");
   std::barrier sync(param.ranks);
-  std::vector<bool> leftovers(param.ranks, false);
+  std::vector<char> leftovers(param.ranks, 0);
   auto errors = runRanks(param.ranks, [&](int rank) {
     EndpointConfig c =
         makeConfig(rank, param.ranks, std::vector<Kind>(param.ranks, param.kind), jobId);

@@ -101,10 +101,38 @@ std::string peerAddress(int fd) {
 
 }  // namespace
 
+/// One peer's connection. The output state is guarded by `mutex` (the progress thread and, for an
+/// inline flush after post/release, the user thread write); the input state belongs to the
+/// progress thread.
+struct PeerLink {
+  int rank = -1;
+  int fd = -1;
+  std::atomic<bool> alive{true};
+  std::mutex mutex;
+  bool finSent = false;
+  bool wantOut = false;  // EPOLLOUT registered: the socket buffer was full
+  // Output: control frames (credits, abort) go between data frames.
+  std::string control;
+  size_t controlOff = 0;
+  bool inFrame = false;
+  int frameChannel = 0;
+  FrameHeader frame;
+  size_t frameOff = 0;
+  int nextChannel = 0;
+  // Input.
+  FrameHeader inHeader;
+  size_t inHeaderGot = 0;
+  bool inBody = false;
+  char* inDst = nullptr;
+  size_t inBodyGot = 0;
+  std::string reason;
+};
+
 class TcpSendChannel final : public SendChannel {
  public:
-  TcpSendChannel(TcpTransport* owner, const EndpointConfig& c, int peer)
+  TcpSendChannel(TcpTransport* owner, PeerLink* link, const EndpointConfig& c, int peer)
       : owner_(owner),
+        link_(link),
         k_(static_cast<uint64_t>(c.slots)),
         slotBytes_(c.slotBytes),
         info_(c.slots),
@@ -129,7 +157,7 @@ class TcpSendChannel final : public SendChannel {
                   peer_);
     info_[p % k_] = {bytes, meta};
     posted_.store(p + 1, std::memory_order_release);
-    owner_->wakeProgress();
+    owner_->flushSoon(*link_);
   }
 
   size_t slotBytes() const override { return slotBytes_; }
@@ -138,6 +166,7 @@ class TcpSendChannel final : public SendChannel {
   char* slot(uint64_t n) { return buffer_.get() + (n % k_) * slotBytes_; }
 
   TcpTransport* owner_;
+  PeerLink* link_;
   uint64_t k_;
   size_t slotBytes_;
   std::unique_ptr<char[]> buffer_;
@@ -150,9 +179,11 @@ class TcpSendChannel final : public SendChannel {
 
 class TcpRecvChannel final : public RecvChannel {
  public:
-  TcpRecvChannel(TcpTransport* owner, const EndpointConfig& c, int peer)
+  TcpRecvChannel(TcpTransport* owner, PeerLink* link, const EndpointConfig& c, int peer)
       : owner_(owner),
+        link_(link),
         k_(static_cast<uint64_t>(c.slots)),
+        creditBatch_((k_ + 1) / 2),
         slotBytes_(c.slotBytes),
         info_(c.slots),
         peer_(peer) {}
@@ -171,7 +202,9 @@ class TcpRecvChannel final : public RecvChannel {
     BRAID_ENFORCE(r < arrived_.load(std::memory_order_acquire), ErrorCode::kInvalidUsage,
                   "tcp release from peer {} with no message peeked", peer_);
     released_.store(r + 1, std::memory_order_release);
-    owner_->wakeProgress();
+    if (r + 1 - creditsSent_.load(std::memory_order_relaxed) >= creditBatch_) {
+      owner_->flushSoon(*link_);
+    }
   }
 
   int peer() const override { return peer_; }
@@ -179,38 +212,18 @@ class TcpRecvChannel final : public RecvChannel {
   char* slot(uint64_t n) { return buffer_.get() + (n % k_) * slotBytes_; }
 
   TcpTransport* owner_;
+  PeerLink* link_;
   uint64_t k_;
+  // Credits go back in batches of ceil(K/2): still deadlock-free, since a receiver that waits
+  // for data has released everything that arrived, and a blocked sender has K unreleased.
+  uint64_t creditBatch_;
   size_t slotBytes_;
   std::unique_ptr<char[]> buffer_;  // allocated by the progress thread on the first frame
   std::vector<SlotInfo> info_;
   int peer_;
   alignas(64) std::atomic<uint64_t> arrived_{0};   // written by the progress thread
   alignas(64) std::atomic<uint64_t> released_{0};  // written by the user
-  uint64_t creditsSent_ = 0;                       // progress thread
-};
-
-/// One peer's connection; everything but `alive` belongs to the progress thread once started.
-struct PeerLink {
-  int rank = -1;
-  int fd = -1;
-  std::atomic<bool> alive{true};
-  bool finSent = false;
-  bool wantOut = false;  // EPOLLOUT registered: the socket buffer was full
-  // Output: control frames (credits, abort) go between data frames.
-  std::string control;
-  size_t controlOff = 0;
-  bool inFrame = false;
-  int frameChannel = 0;
-  FrameHeader frame;
-  size_t frameOff = 0;
-  int nextChannel = 0;
-  // Input.
-  FrameHeader inHeader;
-  size_t inHeaderGot = 0;
-  bool inBody = false;
-  char* inDst = nullptr;
-  size_t inBodyGot = 0;
-  std::string reason;
+  std::atomic<uint64_t> creditsSent_{0};           // written under the link's mutex
 };
 
 TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
@@ -247,8 +260,9 @@ TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
   for (int p = 0; p < config.size; ++p) {
     if (!links_[p]) continue;
     for (int c = 0; c < config.channels; ++c) {
-      sends_[p * config.channels + c] = std::make_unique<TcpSendChannel>(this, config, p);
-      recvs_[p * config.channels + c] = std::make_unique<TcpRecvChannel>(this, config, p);
+      PeerLink* link = links_[p].get();
+      sends_[p * config.channels + c] = std::make_unique<TcpSendChannel>(this, link, config, p);
+      recvs_[p * config.channels + c] = std::make_unique<TcpRecvChannel>(this, link, config, p);
     }
   }
   try {
@@ -515,6 +529,19 @@ void TcpTransport::wakeProgress() {
   }
 }
 
+void TcpTransport::flushSoon(PeerLink& link) {
+  // Writing from the user thread saves a wake-up of the progress thread per message; when the
+  // progress thread is writing this link right now, it picks the new work up itself.
+  if (!stopping_.load(std::memory_order_relaxed)) {
+    std::unique_lock<std::mutex> lock(link.mutex, std::try_to_lock);
+    if (lock.owns_lock()) {
+      flushOutLocked(link);
+      return;
+    }
+  }
+  wakeProgress();
+}
+
 void TcpTransport::signalAbort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -539,7 +566,7 @@ void TcpTransport::recordAbort(int peer, const std::string& reason) {
 }
 
 void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protocolError) {
-  if (!link.alive.load(std::memory_order_relaxed)) return;
+  if (!link.alive.exchange(false)) return;  // the user thread may get here too (inline flush)
   if (protocolError) {
     std::string text = fmt::format("protocol error from rank {}: {}", link.rank, why);
     if (!stopping_.load()) BRAID_WARN("rank {}: {}", config_.rank, text);
@@ -549,24 +576,28 @@ void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protoco
     BRAID_INFO("rank {}: tcp connection to peer {} lost: {}", config_.rank, link.rank, why);
   }
   epoll_ctl(epollFd_, EPOLL_CTL_DEL, link.fd, nullptr);
-  link.alive.store(false, std::memory_order_release);
   if (doorbell_ != nullptr) ringDoorbell(*doorbell_);
 }
 
 bool TcpTransport::flushOut(PeerLink& link) {
+  std::lock_guard<std::mutex> lock(link.mutex);
+  return flushOutLocked(link);
+}
+
+bool TcpTransport::flushOutLocked(PeerLink& link) {
   if (!link.alive.load(std::memory_order_relaxed) || link.finSent) return false;
   const int channels = config_.channels;
   bool did = false;
   for (int c = 0; c < channels; ++c) {
     TcpRecvChannel& rc = *recvs_[link.rank * channels + c];
     uint64_t released = rc.released_.load(std::memory_order_acquire);
-    if (released > rc.creditsSent_) {
+    if (released - rc.creditsSent_.load(std::memory_order_relaxed) >= rc.creditBatch_) {
       FrameHeader credit;
       credit.type = kCredit;
       credit.channel = static_cast<uint32_t>(c);
       credit.length = released;
       link.control.append(reinterpret_cast<const char*>(&credit), sizeof credit);
-      rc.creditsSent_ = released;
+      rc.creditsSent_.store(released, std::memory_order_relaxed);
     }
   }
   bool blocked = false;
@@ -693,10 +724,13 @@ bool TcpTransport::readIn(PeerLink& link) {
       }
       if (h.type == kCredit) {
         TcpSendChannel& sc = *sends_[link.rank * channels + h.channel];
-        if (h.length > sc.written_ || h.length < sc.credited_.load(std::memory_order_relaxed)) {
+        // posted_, not written_: the writer may not have counted the frame yet when the
+        // credit for it is already back.
+        uint64_t posted = sc.posted_.load(std::memory_order_acquire);
+        if (h.length > posted || h.length < sc.credited_.load(std::memory_order_relaxed)) {
           markDead(link,
                    fmt::format("credit {} on channel {} outside [{}, {}]", h.length, h.channel,
-                               sc.credited_.load(std::memory_order_relaxed), sc.written_),
+                               sc.credited_.load(std::memory_order_relaxed), posted),
                    true);
           return true;
         }
@@ -757,14 +791,19 @@ bool TcpTransport::hasLocalWork() {
   if (abortRequested_.load(std::memory_order_relaxed) && !abortQueued_) return true;
   const int channels = config_.channels;
   for (auto& link : links_) {
-    if (!link || !link->alive.load(std::memory_order_relaxed) || link->finSent) continue;
-    if (link->wantOut) continue;  // waits for EPOLLOUT
+    if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->finSent || link->wantOut) continue;  // nothing to write, or waits for EPOLLOUT
     if (link->inFrame || link->controlOff < link->control.size()) return true;
     for (int c = 0; c < channels; ++c) {
       TcpSendChannel& sc = *sends_[link->rank * channels + c];
       if (sc.posted_.load(std::memory_order_relaxed) > sc.written_) return true;
       TcpRecvChannel& rc = *recvs_[link->rank * channels + c];
-      if (rc.released_.load(std::memory_order_relaxed) > rc.creditsSent_) return true;
+      if (rc.released_.load(std::memory_order_relaxed) -
+              rc.creditsSent_.load(std::memory_order_relaxed) >=
+          rc.creditBatch_) {
+        return true;
+      }
     }
   }
   return false;
@@ -773,7 +812,9 @@ bool TcpTransport::hasLocalWork() {
 bool TcpTransport::hasPendingOutput() {
   const int channels = config_.channels;
   for (auto& link : links_) {
-    if (!link || !link->alive.load(std::memory_order_relaxed) || link->finSent) continue;
+    if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->finSent) continue;
     if (link->inFrame || link->controlOff < link->control.size()) return true;
     for (int c = 0; c < channels; ++c) {
       TcpSendChannel& sc = *sends_[link->rank * channels + c];
@@ -796,6 +837,7 @@ bool TcpTransport::progressOnce() {
     frame.length = reason.size();
     for (auto& link : links_) {
       if (!link) continue;
+      std::lock_guard<std::mutex> lock(link->mutex);
       link->control.append(reinterpret_cast<const char*>(&frame), sizeof frame);
       link->control += reason;
     }
@@ -828,6 +870,7 @@ void TcpTransport::progressLoop() {
         // discards our unsent tail.
         for (auto& link : links_) {
           if (link && link->alive.load()) {
+            std::lock_guard<std::mutex> lock(link->mutex);
             shutdown(link->fd, SHUT_WR);
             link->finSent = true;
           }
@@ -852,6 +895,7 @@ void TcpTransport::progressLoop() {
     int timeout = 0;
     if (idle >= kSpinPolls) {
       progressSleeping_.store(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // Dekker with wakeProgress()
       if (!hasLocalWork() && !stopping_.load()) timeout = kSleepMillis;
       if (stop) timeout = 10;
     }
@@ -868,7 +912,7 @@ void TcpTransport::progressLoop() {
       }
       PeerLink& link = *links_[id];
       if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        if (lingering || link.finSent) {
+        if (lingering) {
           // Draining: discard whatever still arrives, just notice the close.
           char sink[4096];
           ssize_t got = ::recv(link.fd, sink, sizeof sink, MSG_DONTWAIT);

@@ -44,8 +44,11 @@ class TcpTransport {
   /// The first abort a tcp peer sent (or a protocol error a peer committed).
   std::optional<std::pair<int, std::string>> peerAbort();
 
-  /// Wakes the progress thread if it sleeps (channels call it after post/release).
+  /// Wakes the progress thread if it sleeps.
   void wakeProgress();
+  /// After post/release: writes the link's pending frames from the calling thread if no other
+  /// thread is writing it, else leaves them to the progress thread.
+  void flushSoon(PeerLink& link);
 
  private:
   void acceptPeers(Deadline deadline);
@@ -54,6 +57,7 @@ class TcpTransport {
   bool hasLocalWork();
   bool hasPendingOutput();
   bool flushOut(PeerLink& link);
+  bool flushOutLocked(PeerLink& link);
   bool readIn(PeerLink& link);
   void markDead(PeerLink& link, const std::string& why, bool protocolError);
   void recordAbort(int peer, const std::string& reason);
