@@ -183,7 +183,7 @@ class TcpRecvChannel final : public RecvChannel {
       : owner_(owner),
         link_(link),
         k_(static_cast<uint64_t>(c.slots)),
-        creditBatch_((k_ + 1) / 2),
+        creditBatch_(1),
         slotBytes_(c.slotBytes),
         info_(c.slots),
         peer_(peer) {}
@@ -214,8 +214,9 @@ class TcpRecvChannel final : public RecvChannel {
   TcpTransport* owner_;
   PeerLink* link_;
   uint64_t k_;
-  // Credits go back in batches of ceil(K/2): still deadlock-free, since a receiver that waits
-  // for data has released everything that arrived, and a blocked sender has K unreleased.
+  // Releases per credit frame. 1: a released slot must reach the sender even when the receiver
+  // then waits on something else (a ring blocked on its own sends would deadlock otherwise).
+  // Credits still coalesce while a frame is being written.
   uint64_t creditBatch_;
   size_t slotBytes_;
   std::unique_ptr<char[]> buffer_;  // allocated by the progress thread on the first frame
