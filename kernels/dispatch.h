@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/convert.h"
 #include "kernels/element_ops.h"
@@ -14,14 +15,15 @@
 
 namespace braid::kernels::detail {
 
-/// Tag for binary16 buffers: computed in float32 through these bulk conversions.
+/// Tag for binary16 buffers: element loops use Elem; staged paths (reduceMany, divide) convert
+/// whole blocks through these bulk conversions.
 struct HalfCodec {
   using Elem = HalfElem;
   static void toFloat(float* out, const void* in, size_t n) { halfToFloatN(out, in, n); }
   static void fromFloat(void* out, const float* in, size_t n) { floatToHalfN(out, in, n); }
 };
 
-/// Tag for bfloat16 buffers: computed in float32 through these bulk conversions.
+/// Tag for bfloat16 buffers: as HalfCodec.
 struct BFloat16Codec {
   using Elem = BFloat16Elem;
   static void toFloat(float* out, const void* in, size_t n) { bfloat16ToFloatN(out, in, n); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 #if defined(__AVX512F__) || defined(__F16C__)
 #define BRAID_KERNELS_HALF_SIMD 1
@@ -68,9 +69,13 @@ inline size_t halfAccumulateBlocks(float* acc, const void* src, size_t n) {
   const auto* ps = static_cast<const char*>(src);
   size_t i = 0;
   for (; i + kHalfLanes <= n; i += kHalfLanes) {
+    // Copies in and out of locals: with acc[] indexed directly GCC 12 did not vectorise the op.
+    alignas(64) float x[kHalfLanes];
     alignas(64) float y[kHalfLanes];
+    std::memcpy(x, acc + i, sizeof x);
     loadHalfBlock(y, ps + 2 * i);
-    for (size_t j = 0; j < kHalfLanes; ++j) acc[i + j] = op(acc[i + j], y[j]);
+    for (size_t j = 0; j < kHalfLanes; ++j) x[j] = op(x[j], y[j]);
+    std::memcpy(acc + i, x, sizeof x);
   }
   return i;
 }
