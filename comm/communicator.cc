@@ -167,6 +167,11 @@ void CommState::execute(const OpDesc& d) {
   args.header.op = reduces(d.coll) ? d.op : RedOp::kSum;
   args.header.count = d.count;
   args.header.pieceBytes = static_cast<uint32_t>(options.slotBytes);
+  {
+    size_t inCount, outCount;
+    bufferCounts(d, size, &inCount, &outCount);
+    args.streamOutput = outCount * elem >= options.streamBytes;
+  }
 
   std::shared_ptr<const comm::RankProgram> prog;
   comm::RankProgram p2pProgram;

@@ -56,6 +56,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   r.slots = static_cast<int>(envInt("BRAID_SLOTS", 8));
   BRAID_ENFORCE(r.slots >= 2 && r.slots <= 64, ErrorCode::kInvalidUsage,
                 "BRAID_SLOTS={} must be between 2 and 64", r.slots);
+  r.streamBytes = envBytes("BRAID_STREAM_BYTES").value_or(r.streamBytes);
   r.channels = o.channels > 0 ? o.channels : static_cast<int>(envInt("BRAID_CHANNELS", 1));
   BRAID_ENFORCE(r.channels >= 1 && r.channels <= 16, ErrorCode::kInvalidUsage,
                 "channel count {} (BRAID_CHANNELS) must be between 1 and 16", r.channels);

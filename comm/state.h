@@ -56,6 +56,7 @@ struct ResolvedOptions {
   size_t slotBytes = 128 << 10;
   int slots = 8;
   int channels = 1;
+  size_t streamBytes = 8 << 20;  ///< outputs this large are written with streaming stores
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.

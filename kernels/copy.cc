@@ -24,6 +24,10 @@ void streamCopy(void* dst, const void* src, size_t bytes) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   const size_t head = (64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63;
+  if (bytes < head + 64) {  // not one whole line to stream
+    std::memcpy(d, s, bytes);
+    return;
+  }
   std::memcpy(d, s, head);
   d += head;
   s += head;
@@ -60,6 +64,19 @@ void copy(void* dst, const void* src, size_t bytes) {
   }
 #endif
   std::memcpy(dst, src, bytes);
+}
+
+}  // namespace braid::kernels
+
+namespace braid::kernels {
+
+void copyStreaming(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+#if defined(__SSE2__)
+  streamCopy(dst, src, bytes);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
 }
 
 }  // namespace braid::kernels

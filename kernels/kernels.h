@@ -34,6 +34,11 @@ void divide(void* dst, const void* src, size_t count, DataType type, uint64_t di
 /// memcpy that is fast for the sizes collectives move (non-temporal stores for large copies).
 void copy(void* dst, const void* src, size_t bytes);
 
+/// Copies with streaming (non-temporal) stores whatever the size, for destinations that will not
+/// be read again soon (a large collective's final output): no read-for-ownership, and the cache
+/// stays with the data in flight. Ends with a store fence.
+void copyStreaming(void* dst, const void* src, size_t bytes);
+
 /// The float32 <-> float16/bfloat16 conversions the kernels use (round to nearest even).
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);

@@ -104,38 +104,62 @@ bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
   }
 
   const bool avg = s.finalize && args.op == RedOp::kAvg && size_ > 1;
+  const bool stream = args.streamOutput;
   char* src = primReads(s.prim) ? address(s.src.buf, s.src.offset + begin, args) : nullptr;
   char* dst = primWrites(s.prim) ? address(s.dst.buf, s.dst.offset + begin, args) : nullptr;
+  // Streaming stores skip the read-for-ownership of output lines nobody reads soon; results are
+  // formed in cache (the outgoing slot, or scratch) and then streamed out.
+  auto writeOut = [&](const void* from) {
+    if (stream) {
+      kernels::copyStreaming(dst, from, bytes);
+    } else {
+      kernels::copy(dst, from, bytes);
+    }
+  };
+  char* scratch = nullptr;
+  if (stream && (s.prim == Prim::kRecvReduce || s.prim == Prim::kGatherReduce)) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    scratch = scratch_.data();
+  }
   switch (s.prim) {
     case Prim::kSend: kernels::copy(out, src, bytes); break;
-    case Prim::kRecv: kernels::copy(dst, slot, bytes); break;
-    case Prim::kRecvReduce:
-      kernels::reduce(dst, slot, src, len, args.dtype, args.op);
-      if (avg) kernels::divide(dst, dst, len, args.dtype, size_);
+    case Prim::kRecv: writeOut(slot); break;
+    case Prim::kRecvReduce: {
+      char* result = stream ? scratch : dst;
+      kernels::reduce(result, slot, src, len, args.dtype, args.op);
+      if (avg) kernels::divide(result, result, len, args.dtype, size_);
+      if (stream) writeOut(result);
       break;
+    }
     case Prim::kRecvReduceSend: kernels::reduce(out, slot, src, len, args.dtype, args.op); break;
     case Prim::kRecvReduceCopySend:
-      if (avg) {
-        kernels::reduce(dst, slot, src, len, args.dtype, args.op);
-        kernels::divide(dst, dst, len, args.dtype, size_);
-        kernels::copy(out, dst, bytes);
+      if (avg || stream) {
+        kernels::reduce(out, slot, src, len, args.dtype, args.op);
+        if (avg) kernels::divide(out, out, len, args.dtype, size_);
+        writeOut(out);
       } else {
         kernels::reduceCopy(dst, out, slot, src, len, args.dtype, args.op);
       }
       break;
     case Prim::kRecvCopySend:
       kernels::copy(out, slot, bytes);
-      kernels::copy(dst, slot, bytes);
+      writeOut(slot);
       break;
     case Prim::kCopy:
-      if (dst != src) kernels::copy(dst, src, bytes);
-      if (avg) kernels::divide(dst, dst, len, args.dtype, size_);
+      if (avg) {
+        kernels::divide(dst, src, len, args.dtype, size_);
+      } else if (dst != src) {
+        writeOut(src);
+      }
       break;
-    case Prim::kGatherReduce:
+    case Prim::kGatherReduce: {
+      char* result = stream ? scratch : dst;
       gatherSrcs_[rank_] = src;
-      kernels::reduceMany(dst, gatherSrcs_.data(), size_, len, args.dtype, args.op);
-      if (avg) kernels::divide(dst, dst, len, args.dtype, size_);
+      kernels::reduceMany(result, gatherSrcs_.data(), size_, len, args.dtype, args.op);
+      if (avg) kernels::divide(result, result, len, args.dtype, size_);
+      if (stream) writeOut(result);
       break;
+    }
   }
   if (s.prim == Prim::kGatherReduce) {
     for (int q = 0; q < size_; ++q)

@@ -22,6 +22,7 @@ struct ExecArgs {
   OpHeader header;            ///< expected in every received message, sent in every message
   size_t elemsPerPiece = 1;   ///< slot payload in elements (the program was built for it)
   double timeoutSeconds = 60; ///< no progress for this long -> kTimeout
+  bool streamOutput = false;  ///< write the output with streaming stores (large buffers)
 };
 
 class HostExecutor {
@@ -55,6 +56,7 @@ class HostExecutor {
   size_t elemSize_ = 0;
   std::vector<Cursor> cursors_;
   std::vector<const void*> gatherSrcs_;
+  std::vector<char> scratch_;  // one piece, for results that are streamed to the output
 };
 
 }  // namespace braid::comm

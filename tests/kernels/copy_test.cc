@@ -34,3 +34,20 @@ TEST(Copy, ByteExactAtAnyAlignment) {
 
 }  // namespace
 }  // namespace braid::kernels::test
+
+// copyStreaming at every small size and misalignment (the head/tail edges of the streamed lines).
+TEST(CopyStreaming, SmallAndMisalignedSizesCopyExactly) {
+  std::vector<unsigned char> src(4096 + 64), dst(4096 + 64);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (size_t offset = 0; offset < 64; offset += 7) {
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{12}, size_t{63}, size_t{64}, size_t{65},
+                         size_t{127}, size_t{128}, size_t{1000}, size_t{4000}}) {
+      std::fill(dst.begin(), dst.end(), 0xEE);
+      braid::kernels::copyStreaming(dst.data() + offset, src.data() + 3, bytes);
+      for (size_t i = 0; i < dst.size(); ++i) {
+        unsigned char want = (i >= offset && i < offset + bytes) ? src[3 + i - offset] : 0xEE;
+        ASSERT_EQ(dst[i], want) << "offset " << offset << " bytes " << bytes << " at " << i;
+      }
+    }
+  }
+}
