@@ -28,14 +28,24 @@ typedef enum {
 
 /* Element types and ops: equal to braid::DataType / braid::RedOp. */
 typedef enum {
-  braidInt8 = 0, braidUint8 = 1, braidInt32 = 2, braidUint32 = 3, braidInt64 = 4,
-  braidUint64 = 5, braidFloat16 = 6, braidFloat32 = 7, braidFloat64 = 8, braidBfloat16 = 9
+  braidInt8 = 0,
+  braidUint8 = 1,
+  braidInt32 = 2,
+  braidUint32 = 3,
+  braidInt64 = 4,
+  braidUint64 = 5,
+  braidFloat16 = 6,
+  braidFloat32 = 7,
+  braidFloat64 = 8,
+  braidBfloat16 = 9
 } braidDataType_t;
 typedef enum { braidSum = 0, braidProd = 1, braidMax = 2, braidMin = 3, braidAvg = 4 } braidRedOp_t;
 
 typedef struct braidComm* braidComm_t;
 typedef struct braidRequest* braidRequest_t;
-typedef struct { char internal[128]; } braidUniqueId;
+typedef struct {
+  char internal[128];
+} braidUniqueId;
 
 /* The message of the last failed call on this thread ("" after success). */
 const char* braidGetLastError(void);
@@ -54,20 +64,19 @@ braidResult_t braidCommRank(braidComm_t comm, int* rank);
 braidResult_t braidCommSize(braidComm_t comm, int* size);
 
 /* Blocking collectives (in place when sendbuf == recvbuf, see braid.hpp for the offsets). */
-braidResult_t braidAllReduce(const void* sendbuf, void* recvbuf, size_t count,
-                             braidDataType_t type, braidRedOp_t op, braidComm_t comm);
+braidResult_t braidAllReduce(const void* sendbuf, void* recvbuf, size_t count, braidDataType_t type,
+                             braidRedOp_t op, braidComm_t comm);
 braidResult_t braidReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                  braidDataType_t type, braidRedOp_t op, braidComm_t comm);
 braidResult_t braidAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
                              braidDataType_t type, braidComm_t comm);
-braidResult_t braidBroadcast(const void* sendbuf, void* recvbuf, size_t count,
-                             braidDataType_t type, int root, braidComm_t comm);
+braidResult_t braidBroadcast(const void* sendbuf, void* recvbuf, size_t count, braidDataType_t type,
+                             int root, braidComm_t comm);
 braidResult_t braidReduce(const void* sendbuf, void* recvbuf, size_t count, braidDataType_t type,
                           braidRedOp_t op, int root, braidComm_t comm);
 braidResult_t braidSend(const void* buf, size_t count, braidDataType_t type, int peer,
                         braidComm_t comm);
-braidResult_t braidRecv(void* buf, size_t count, braidDataType_t type, int peer,
-                        braidComm_t comm);
+braidResult_t braidRecv(void* buf, size_t count, braidDataType_t type, int peer, braidComm_t comm);
 braidResult_t braidBarrier(braidComm_t comm);
 
 /* Non-blocking all-reduce; finish with braidWait or poll with braidTest, then braidRequestFree. */

@@ -1,10 +1,9 @@
 // The C API: exceptions become return codes here, at the boundary, with a per-thread message.
-#include "comm/braid.h"
-
 #include <cstring>
 #include <memory>
 #include <string>
 
+#include "comm/braid.h"
 #include "comm/braid.hpp"
 
 struct braidComm {

@@ -15,11 +15,16 @@ using comm::Shape;
 
 Shape shapeOf(Collective coll) {
   switch (coll) {
-    case Collective::kReduceScatter: return Shape::kReduceScatter;
-    case Collective::kAllGather: return Shape::kAllGather;
-    case Collective::kBroadcast: return Shape::kBroadcast;
-    case Collective::kReduce: return Shape::kReduce;
-    default: return Shape::kAllReduce;
+    case Collective::kReduceScatter:
+      return Shape::kReduceScatter;
+    case Collective::kAllGather:
+      return Shape::kAllGather;
+    case Collective::kBroadcast:
+      return Shape::kBroadcast;
+    case Collective::kReduce:
+      return Shape::kReduce;
+    default:
+      return Shape::kAllReduce;
   }
 }
 
@@ -44,9 +49,12 @@ bool isInPlace(const OpDesc& d, int rank, size_t elem) {
   const char* in = static_cast<const char*>(d.input);
   const char* out = static_cast<const char*>(d.output);
   switch (d.coll) {
-    case Collective::kReduceScatter: return in + rank * d.count * elem == out;
-    case Collective::kAllGather: return out + rank * d.count * elem == in;
-    default: return in == out;
+    case Collective::kReduceScatter:
+      return in + rank * d.count * elem == out;
+    case Collective::kAllGather:
+      return out + rank * d.count * elem == in;
+    default:
+      return in == out;
   }
 }
 
@@ -113,8 +121,10 @@ OpDesc CommState::issue(OpDesc d) {
   }
   if (d.count > 0) {
     // Which buffers this rank reads and writes.
-    bool readsIn = d.coll != Collective::kRecv && (d.coll != Collective::kBroadcast || rank == d.root);
-    bool writesOut = d.coll != Collective::kSend && (d.coll != Collective::kReduce || rank == d.root);
+    bool readsIn =
+        d.coll != Collective::kRecv && (d.coll != Collective::kBroadcast || rank == d.root);
+    bool writesOut =
+        d.coll != Collective::kSend && (d.coll != Collective::kReduce || rank == d.root);
     BRAID_ENFORCE(!readsIn || d.input != nullptr, ErrorCode::kInvalidUsage,
                   "rank {}: {} of {} x {}: the send buffer is null", rank, name, d.count,
                   dataTypeName(d.dtype));
@@ -128,11 +138,19 @@ OpDesc CommState::issue(OpDesc d) {
                     rank, name, inBytes);
     }
   }
+  // Numbered in the order ops will execute (the caller holds queueMutex).
+  if (d.coll == Collective::kSend) {
+    d.seq = sendSeq[d.root]++;
+  } else if (d.coll == Collective::kRecv) {
+    d.seq = recvSeq[d.root]++;
+  } else {
+    d.seq = collSeq++;
+  }
   return d;
 }
 
 std::shared_ptr<const comm::RankProgram> CommState::program(const comm::ScheduleSpec& spec) {
-  ProgramKey key{int(spec.shape), int(spec.family), spec.count, spec.root,
+  ProgramKey key{int(spec.shape), int(spec.family), spec.count,        spec.root,
                  spec.lanes,      spec.inPlace,     spec.elemsPerPiece};
   auto it = programs.find(key);
   if (it != programs.end()) return it->second;
@@ -215,7 +233,8 @@ void CommState::execute(const OpDesc& d) {
       spec.inPlace = isInPlace(d, rank, elem);
     }
     args.header.family = spec.family;
-    args.header.root = (d.coll == Collective::kBroadcast || d.coll == Collective::kReduce) ? d.root : -1;
+    args.header.root =
+        (d.coll == Collective::kBroadcast || d.coll == Collective::kReduce) ? d.root : -1;
     prog = program(spec);
   }
 
@@ -237,9 +256,6 @@ void CommState::execute(const OpDesc& d) {
 void CommState::runBlocking(const OpDesc& desc) {
   std::unique_lock<std::mutex> lock(queueMutex);
   OpDesc d = issue(desc);
-  if (d.coll == Collective::kSend) d.seq = sendSeq[d.root]++;
-  else if (d.coll == Collective::kRecv) d.seq = recvSeq[d.root]++;
-  else d.seq = collSeq++;
   if (queue.empty() && !busy) {
     busy = true;
     lock.unlock();
@@ -254,15 +270,8 @@ void CommState::runBlocking(const OpDesc& desc) {
     execute(d);
     return;
   }
-  auto op = std::make_shared<Request::Op>();
-  op->desc = d;
-  op->timeoutSeconds = options.timeoutSeconds;
-  op->state = self;
-  queue.push_back(op);
-  if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
-  queueCv.notify_all();
+  Request request(enqueueLocked(d));
   lock.unlock();
-  Request request(op);
   request.wait();
 }
 
@@ -318,9 +327,10 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
 Request CommState::submit(const OpDesc& desc) {
   std::unique_lock<std::mutex> lock(queueMutex);
   OpDesc d = issue(desc);
-  if (d.coll == Collective::kSend) d.seq = sendSeq[d.root]++;
-  else if (d.coll == Collective::kRecv) d.seq = recvSeq[d.root]++;
-  else d.seq = collSeq++;
+  return Request(enqueueLocked(d));
+}
+
+std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
   op->timeoutSeconds = options.timeoutSeconds;
@@ -329,7 +339,7 @@ Request CommState::submit(const OpDesc& desc) {
   queue.push_back(op);
   if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
   queueCv.notify_all();
-  return Request(op);
+  return op;
 }
 
 void CommState::workerLoop() {
@@ -388,18 +398,19 @@ Communicator::~Communicator() = default;
 int Communicator::rank() const { return state_->rank; }
 int Communicator::size() const { return state_->size; }
 
-void Communicator::abort() {
-  state_->abort(fmt::format("rank {} called abort()", state_->rank));
-}
+void Communicator::abort() { state_->abort(fmt::format("rank {} called abort()", state_->rank)); }
 
 Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
   if (coll == Collective::kSend || coll == Collective::kRecv || coll == Collective::kBarrier)
     return Algorithm::kOneShot;
   comm::Choice c = comm::choose(state_->tunerConfig(), shapeOf(coll), bytes);
   switch (c.family) {
-    case Family::kRing: return Algorithm::kRing;
-    case Family::kDirect: return Algorithm::kOneShot;
-    case Family::kChain: return Algorithm::kChain;
+    case Family::kRing:
+      return Algorithm::kRing;
+    case Family::kDirect:
+      return Algorithm::kOneShot;
+    case Family::kChain:
+      return Algorithm::kChain;
   }
   return Algorithm::kAuto;
 }
@@ -441,15 +452,14 @@ void Communicator::recv(void* b, size_t n, DataType t, int peer) {
   state_->runBlocking(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer));
 }
 void Communicator::barrier() {
-  state_->runBlocking(make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8,
-                           RedOp::kMax, -1));
+  state_->runBlocking(
+      make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8, RedOp::kMax, -1));
 }
 
 Request Communicator::allReduceAsync(const void* s, void* r, size_t n, DataType t, RedOp op) {
   return state_->submit(make(Collective::kAllReduce, s, r, n, t, op, -1));
 }
-Request Communicator::reduceScatterAsync(const void* s, void* r, size_t n, DataType t,
-                                         RedOp op) {
+Request Communicator::reduceScatterAsync(const void* s, void* r, size_t n, DataType t, RedOp op) {
   return state_->submit(make(Collective::kReduceScatter, s, r, n, t, op, -1));
 }
 Request Communicator::allGatherAsync(const void* s, void* r, size_t n, DataType t) {
@@ -469,8 +479,8 @@ Request Communicator::recvAsync(void* b, size_t n, DataType t, int peer) {
   return state_->submit(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer));
 }
 Request Communicator::barrierAsync() {
-  return state_->submit(make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8,
-                             RedOp::kMax, -1));
+  return state_->submit(
+      make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8, RedOp::kMax, -1));
 }
 
 // ---- Request ----

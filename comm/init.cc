@@ -1,10 +1,9 @@
 // Creating communicators: options from the environment, the rendezvous (torchrun variables, a
 // unique id, or mpirun), host grouping, and connecting the transport endpoint.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>
-
-#include <fmt/format.h>
 
 #include <cstring>
 #include <map>
@@ -195,8 +194,8 @@ Communicator Communicator::fromEnvironment(const Options& options) {
   co.worldSize = static_cast<int>(*size);
   co.secret = secret;
   co.timeoutSeconds = resolved.timeoutSeconds;
-  auto store = std::make_shared<bootstrap::TcpStore>(address, co,
-                                                     Deadline::after(resolved.timeoutSeconds));
+  auto store =
+      std::make_shared<bootstrap::TcpStore>(address, co, Deadline::after(resolved.timeoutSeconds));
   const std::string local = store->localAddress();
   auto state = makeState(store, static_cast<int>(*rank), static_cast<int>(*size), options);
   state->server = std::move(server);
@@ -229,16 +228,16 @@ Communicator Communicator::fromUniqueId(const UniqueId& id, int rank, int size,
                 rank);
   bootstrap::StoreAddress address;
   address.host = std::string(id.bytes.data() + 4, strnlen(id.bytes.data() + 4, 20));
-  address.port = (static_cast<unsigned char>(id.bytes[24]) << 8) |
-                 static_cast<unsigned char>(id.bytes[25]);
+  address.port =
+      (static_cast<unsigned char>(id.bytes[24]) << 8) | static_cast<unsigned char>(id.bytes[25]);
   const std::string secret(id.bytes.data() + 26, strnlen(id.bytes.data() + 26, 100));
   const ResolvedOptions resolved = resolveOptions(options);
   bootstrap::TcpStore::Options co;
   co.worldSize = size;
   co.secret = secret;
   co.timeoutSeconds = resolved.timeoutSeconds;
-  auto store = std::make_shared<bootstrap::TcpStore>(address, co,
-                                                     Deadline::after(resolved.timeoutSeconds));
+  auto store =
+      std::make_shared<bootstrap::TcpStore>(address, co, Deadline::after(resolved.timeoutSeconds));
   auto state = makeState(store, rank, size, options);
   {
     std::lock_guard<std::mutex> lock(gServersMutex);

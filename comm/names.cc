@@ -6,19 +6,24 @@ namespace braid {
 
 const char* algorithmName(Algorithm algo) {
   switch (algo) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kOneShot: return "oneshot";
-    case Algorithm::kChain: return "chain";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kOneShot:
+      return "oneshot";
+    case Algorithm::kChain:
+      return "chain";
   }
   return "?";
 }
 
 bool parseAlgorithm(const std::string& name, Algorithm* out) {
-  static const std::pair<const char*, Algorithm> kNames[] = {
-      {"auto", Algorithm::kAuto},       {"ring", Algorithm::kRing},
-      {"oneshot", Algorithm::kOneShot}, {"direct", Algorithm::kOneShot},
-      {"chain", Algorithm::kChain}};
+  static const std::pair<const char*, Algorithm> kNames[] = {{"auto", Algorithm::kAuto},
+                                                             {"ring", Algorithm::kRing},
+                                                             {"oneshot", Algorithm::kOneShot},
+                                                             {"direct", Algorithm::kOneShot},
+                                                             {"chain", Algorithm::kChain}};
   for (auto& [text, algo] : kNames) {
     if (strcasecmp(name.c_str(), text) == 0) {
       *out = algo;
@@ -30,14 +35,22 @@ bool parseAlgorithm(const std::string& name, Algorithm* out) {
 
 const char* collectiveName(Collective coll) {
   switch (coll) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kReduceScatter: return "reducescatter";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kSend: return "send";
-    case Collective::kRecv: return "recv";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kSend:
+      return "send";
+    case Collective::kRecv:
+      return "recv";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "?";
 }

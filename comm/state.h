@@ -99,8 +99,11 @@ struct CommState {
 
   uint8_t barrierIn = 0, barrierOut = 0;
 
-  /// Validates and numbers a call (throws kInvalidUsage, touching nothing).
+  /// Validates and numbers a call (throws kInvalidUsage, touching nothing). Caller holds
+  /// queueMutex, so numbering order is execution order.
   OpDesc issue(OpDesc desc);
+  /// Queues a numbered op for the progress thread (caller holds queueMutex).
+  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc);
   /// Runs a numbered op to completion on this thread.
   void execute(const OpDesc& desc);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.

@@ -11,10 +11,14 @@ constexpr size_t kDirectMaxBytes = 32 << 10;
 
 Family familyOf(Algorithm algo) {
   switch (algo) {
-    case Algorithm::kRing: return Family::kRing;
-    case Algorithm::kOneShot: return Family::kDirect;
-    case Algorithm::kChain: return Family::kChain;
-    case Algorithm::kAuto: break;
+    case Algorithm::kRing:
+      return Family::kRing;
+    case Algorithm::kOneShot:
+      return Family::kDirect;
+    case Algorithm::kChain:
+      return Family::kChain;
+    case Algorithm::kAuto:
+      break;
   }
   return Family::kRing;
 }
@@ -32,11 +36,11 @@ Choice choose(const TunerConfig& config, Shape shape, size_t inputBytes) {
   choice.lanes = config.channels;
   if (config.forced != Algorithm::kAuto) {
     choice.family = familyOf(config.forced);
-    BRAID_ENFORCE(familySupports(choice.family, shape), ErrorCode::kInvalidUsage,
-                  "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: {}",
-                  algorithmName(config.forced), shapeName(shape),
-                  shape == Shape::kBroadcast || shape == Shape::kReduce ? "chain, oneshot"
-                                                                        : "ring, oneshot");
+    BRAID_ENFORCE(
+        familySupports(choice.family, shape), ErrorCode::kInvalidUsage,
+        "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: {}",
+        algorithmName(config.forced), shapeName(shape),
+        shape == Shape::kBroadcast || shape == Shape::kReduce ? "chain, oneshot" : "ring, oneshot");
     BRAID_ENFORCE(choice.family != Family::kDirect || perPeer <= directCapacity,
                   ErrorCode::kInvalidUsage,
                   "algorithm 'oneshot' (BRAID_ALGO) moves at most {} bytes per peer (slots x "

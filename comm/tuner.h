@@ -12,8 +12,8 @@ struct TunerConfig {
   int nranks = 1;
   size_t slotBytes = 128 << 10;
   int slots = 8;
-  int channels = 1;                        ///< lanes available to rings and chains
-  Algorithm forced = Algorithm::kAuto;     ///< BRAID_ALGO / Options::algorithm
+  int channels = 1;                     ///< lanes available to rings and chains
+  Algorithm forced = Algorithm::kAuto;  ///< BRAID_ALGO / Options::algorithm
 };
 
 struct Choice {

@@ -1,8 +1,7 @@
 #include "comm/exec/host_executor.h"
 
-#include <sched.h>
-
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <thread>
@@ -47,8 +46,8 @@ std::string HostExecutor::what(const ExecArgs& args) const {
                      args.header.count * dataTypeSize(args.dtype));
 }
 
-void HostExecutor::checkHeader(const transport::MessageMeta& meta, size_t bytes,
-                               size_t expectBytes, int peer, const ExecArgs& args) {
+void HostExecutor::checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes,
+                               int peer, const ExecArgs& args) {
   OpHeader got = decodeHeader(meta);
   if (!(got == args.header)) {
     fail(ErrorCode::kMismatch,
@@ -122,8 +121,12 @@ bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
     scratch = scratch_.data();
   }
   switch (s.prim) {
-    case Prim::kSend: kernels::copy(out, src, bytes); break;
-    case Prim::kRecv: writeOut(slot); break;
+    case Prim::kSend:
+      kernels::copy(out, src, bytes);
+      break;
+    case Prim::kRecv:
+      writeOut(slot);
+      break;
     case Prim::kRecvReduce: {
       char* result = stream ? scratch : dst;
       kernels::reduce(result, slot, src, len, args.dtype, args.op);
@@ -131,7 +134,9 @@ bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
       if (stream) writeOut(result);
       break;
     }
-    case Prim::kRecvReduceSend: kernels::reduce(out, slot, src, len, args.dtype, args.op); break;
+    case Prim::kRecvReduceSend:
+      kernels::reduce(out, slot, src, len, args.dtype, args.op);
+      break;
     case Prim::kRecvReduceCopySend:
       if (avg || stream) {
         kernels::reduce(out, slot, src, len, args.dtype, args.op);
@@ -186,11 +191,11 @@ void HostExecutor::failWaiting(ErrorCode code, const std::vector<Cursor>& cursor
       waiting += fmt::format("; waiting to receive from all peers on channel {}", s.channel);
     } else {
       if (primReceives(s.prim))
-        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}",
-                               s.recvPeer, s.channel);
-      if (primSends(s.prim))
-        waiting += fmt::format("; waiting to send to peer rank {} on channel {}", s.sendPeer,
+        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}", s.recvPeer,
                                s.channel);
+      if (primSends(s.prim))
+        waiting +=
+            fmt::format("; waiting to send to peer rank {} on channel {}", s.sendPeer, s.channel);
     }
   }
   fail(code, "rank {}: {}: {}{}", rank_, what(args), why, waiting);

@@ -19,10 +19,10 @@ struct ExecArgs {
   void* output = nullptr;
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
-  OpHeader header;            ///< expected in every received message, sent in every message
-  size_t elemsPerPiece = 1;   ///< slot payload in elements (the program was built for it)
-  double timeoutSeconds = 60; ///< no progress for this long -> kTimeout
-  bool streamOutput = false;  ///< write the output with streaming stores (large buffers)
+  OpHeader header;             ///< expected in every received message, sent in every message
+  size_t elemsPerPiece = 1;    ///< slot payload in elements (the program was built for it)
+  double timeoutSeconds = 60;  ///< no progress for this long -> kTimeout
+  bool streamOutput = false;   ///< write the output with streaming stores (large buffers)
 };
 
 class HostExecutor {

@@ -16,16 +16,8 @@ RankProgram buildChain(const ScheduleSpec& spec, int rank) {
     const int away = pos + 1 < n ? orderAt(n, lane, spec.root, pos + 1) : -1;
     Lane l;
     auto add = [&](Prim prim, int recvPeer, int sendPeer, Buf srcBuf, Buf dstBuf, bool fin) {
-      Step s;
-      s.prim = prim;
-      s.recvPeer = recvPeer;
-      s.sendPeer = sendPeer;
-      s.channel = lane;
-      s.src = {srcBuf, pb};
-      s.dst = {dstBuf, pb};
-      s.count = pc;
-      s.finalize = fin;
-      l.steps.push_back(s);
+      l.steps.push_back(
+          makeStep(prim, lane, recvPeer, sendPeer, {srcBuf, pb}, {dstBuf, pb}, pc, fin));
     };
     if (spec.shape == Shape::kBroadcast) {
       if (pos == 0) {

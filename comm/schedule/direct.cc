@@ -8,20 +8,8 @@ namespace {
 
 Step make(Prim prim, int recvPeer, int sendPeer, BufRange src, BufRange dst, size_t count,
           bool finalize = false) {
-  Step s;
-  s.prim = prim;
-  s.recvPeer = recvPeer;
-  s.sendPeer = sendPeer;
-  s.channel = 0;
-  s.src = src;
-  s.dst = dst;
-  s.count = count;
-  s.finalize = finalize;
-  return s;
+  return makeStep(prim, 0, recvPeer, sendPeer, src, dst, count, finalize);
 }
-
-BufRange in(size_t offset) { return {Buf::kInput, offset}; }
-BufRange out(size_t offset) { return {Buf::kOutput, offset}; }
 
 }  // namespace
 
@@ -37,8 +25,8 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
   switch (spec.shape) {
     case Shape::kAllReduce:
       others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
-      steps.push_back(make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0),
-                           count, true));
+      steps.push_back(
+          make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0), count, true));
       break;
     case Shape::kReduceScatter:
       others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(q * count), {}, count)); });
@@ -47,7 +35,8 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
       break;
     case Shape::kAllGather:
       others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
-      if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(rank * count), count));
+      if (!spec.inPlace)
+        steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(rank * count), count));
       for (int q = 0; q < n; ++q) {
         if (q != rank) steps.push_back(make(Prim::kRecv, q, -1, {}, out(q * count), count));
       }
@@ -62,8 +51,8 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
       break;
     case Shape::kReduce:
       if (rank == spec.root) {
-        steps.push_back(make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0),
-                             count, true));
+        steps.push_back(
+            make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0), count, true));
       } else {
         steps.push_back(make(Prim::kSend, -1, spec.root, in(0), {}, count));
       }

@@ -13,6 +13,23 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank);
 /// Chain: pipelined broadcast from the root / reduce towards the root.
 RankProgram buildChain(const ScheduleSpec& spec, int rank);
 
+/// One step; the generators' common vocabulary.
+inline Step makeStep(Prim prim, int channel, int recvPeer, int sendPeer, BufRange src, BufRange dst,
+                     size_t count, bool finalize = false) {
+  Step s;
+  s.prim = prim;
+  s.channel = channel;
+  s.recvPeer = recvPeer;
+  s.sendPeer = sendPeer;
+  s.src = src;
+  s.dst = dst;
+  s.count = count;
+  s.finalize = finalize;
+  return s;
+}
+inline BufRange in(size_t offset) { return {Buf::kInput, offset}; }
+inline BufRange out(size_t offset) { return {Buf::kOutput, offset}; }
+
 /// Ring (or chain) order for lane `lane`: position -> rank. Even lanes ascend from `first`, odd
 /// lanes descend.
 int orderAt(int nranks, int lane, int first, int position);

@@ -22,19 +22,14 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 
 struct RingLane {
   int n, lane, pos, next, prev;
-  RingLane(int nranks, int l, int rank)
-      : n(nranks), lane(l), pos(positionOf(nranks, l, 0, rank)) {
+  RingLane(int nranks, int l, int rank) : n(nranks), lane(l), pos(positionOf(nranks, l, 0, rank)) {
     next = orderAt(n, lane, 0, mod(pos + 1, n));
     prev = orderAt(n, lane, 0, mod(pos - 1, n));
   }
   int rankAt(int position) const { return orderAt(n, lane, 0, mod(position, n)); }
   Step step(Prim prim) const {
-    Step s;
-    s.prim = prim;
-    s.channel = lane;
-    if (primReceives(prim)) s.recvPeer = prev;
-    if (primSends(prim)) s.sendPeer = next;
-    return s;
+    return makeStep(prim, lane, primReceives(prim) ? prev : -1, primSends(prim) ? next : -1, {}, {},
+                    0);
   }
 };
 
@@ -45,9 +40,6 @@ Step with(Step s, BufRange src, BufRange dst, size_t count, bool finalize = fals
   s.finalize = finalize;
   return s;
 }
-
-BufRange in(size_t offset) { return {Buf::kInput, offset}; }
-BufRange out(size_t offset) { return {Buf::kOutput, offset}; }
 
 // Rounds: the lane's part is walked in rounds where every chunk is at most one piece, so each
 // step moves one slot and a rank is never more than one slot ahead of its neighbour.
@@ -151,12 +143,17 @@ RankProgram buildRing(const ScheduleSpec& spec, int rank) {
   RankProgram program;
   for (int lane = 0; lane < spec.lanes; ++lane) {
     switch (spec.shape) {
-      case Shape::kAllReduce: program.lanes.push_back(allReduceLane(spec, rank, lane)); break;
+      case Shape::kAllReduce:
+        program.lanes.push_back(allReduceLane(spec, rank, lane));
+        break;
       case Shape::kReduceScatter:
         program.lanes.push_back(reduceScatterLane(spec, rank, lane));
         break;
-      case Shape::kAllGather: program.lanes.push_back(allGatherLane(spec, rank, lane)); break;
-      default: break;
+      case Shape::kAllGather:
+        program.lanes.push_back(allGatherLane(spec, rank, lane));
+        break;
+      default:
+        break;
     }
   }
   return program;

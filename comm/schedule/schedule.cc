@@ -9,21 +9,27 @@ namespace braid::comm {
 
 const char* primName(Prim prim) {
   switch (prim) {
-    case Prim::kSend: return "send";
-    case Prim::kRecv: return "recv";
-    case Prim::kRecvReduce: return "recvReduce";
-    case Prim::kRecvReduceSend: return "recvReduceSend";
-    case Prim::kRecvReduceCopySend: return "recvReduceCopySend";
-    case Prim::kRecvCopySend: return "recvCopySend";
-    case Prim::kCopy: return "copy";
-    case Prim::kGatherReduce: return "gatherReduce";
+    case Prim::kSend:
+      return "send";
+    case Prim::kRecv:
+      return "recv";
+    case Prim::kRecvReduce:
+      return "recvReduce";
+    case Prim::kRecvReduceSend:
+      return "recvReduceSend";
+    case Prim::kRecvReduceCopySend:
+      return "recvReduceCopySend";
+    case Prim::kRecvCopySend:
+      return "recvCopySend";
+    case Prim::kCopy:
+      return "copy";
+    case Prim::kGatherReduce:
+      return "gatherReduce";
   }
   return "?";
 }
 
-bool primReceives(Prim prim) {
-  return prim != Prim::kSend && prim != Prim::kCopy;
-}
+bool primReceives(Prim prim) { return prim != Prim::kSend && prim != Prim::kCopy; }
 bool primSends(Prim prim) {
   return prim == Prim::kSend || prim == Prim::kRecvReduceSend ||
          prim == Prim::kRecvReduceCopySend || prim == Prim::kRecvCopySend;
@@ -39,20 +45,28 @@ bool primWrites(Prim prim) {
 
 const char* shapeName(Shape shape) {
   switch (shape) {
-    case Shape::kAllReduce: return "allreduce";
-    case Shape::kReduceScatter: return "reducescatter";
-    case Shape::kAllGather: return "allgather";
-    case Shape::kBroadcast: return "broadcast";
-    case Shape::kReduce: return "reduce";
+    case Shape::kAllReduce:
+      return "allreduce";
+    case Shape::kReduceScatter:
+      return "reducescatter";
+    case Shape::kAllGather:
+      return "allgather";
+    case Shape::kBroadcast:
+      return "broadcast";
+    case Shape::kReduce:
+      return "reduce";
   }
   return "?";
 }
 
 const char* familyName(Family family) {
   switch (family) {
-    case Family::kRing: return "ring";
-    case Family::kDirect: return "oneshot";
-    case Family::kChain: return "chain";
+    case Family::kRing:
+      return "ring";
+    case Family::kDirect:
+      return "oneshot";
+    case Family::kChain:
+      return "chain";
   }
   return "?";
 }
@@ -70,8 +84,10 @@ bool familySupports(Family family, Shape shape) {
     case Family::kRing:
       return shape == Shape::kAllReduce || shape == Shape::kReduceScatter ||
              shape == Shape::kAllGather;
-    case Family::kDirect: return true;
-    case Family::kChain: return shape == Shape::kBroadcast || shape == Shape::kReduce;
+    case Family::kDirect:
+      return true;
+    case Family::kChain:
+      return shape == Shape::kBroadcast || shape == Shape::kReduce;
   }
   return false;
 }
@@ -84,9 +100,12 @@ RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
   BRAID_ENFORCE(spec.lanes >= 1, ErrorCode::kInvalidUsage, "schedule needs at least one lane");
   if (spec.count == 0) return RankProgram{};
   switch (spec.family) {
-    case Family::kRing: return buildRing(spec, rank);
-    case Family::kDirect: return buildDirect(spec, rank);
-    case Family::kChain: return buildChain(spec, rank);
+    case Family::kRing:
+      return buildRing(spec, rank);
+    case Family::kDirect:
+      return buildDirect(spec, rank);
+    case Family::kChain:
+      return buildChain(spec, rank);
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");
 }

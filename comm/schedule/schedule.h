@@ -42,11 +42,11 @@ struct Step {
   Prim prim = Prim::kCopy;
   int recvPeer = -1;
   int sendPeer = -1;
-  int channel = 0;     ///< transport channel index used for both directions of this step
+  int channel = 0;  ///< transport channel index used for both directions of this step
   BufRange src;
   BufRange dst;
-  size_t count = 0;    ///< elements
-  bool finalize = false; ///< the result is final: apply the op's finalize (avg: divide by n)
+  size_t count = 0;       ///< elements
+  bool finalize = false;  ///< the result is final: apply the op's finalize (avg: divide by n)
 };
 
 /// Steps run in order within a lane; lanes of one rank run concurrently (interleaved). No two
@@ -74,7 +74,7 @@ struct ScheduleSpec {
   size_t count = 0;  ///< allreduce/broadcast/reduce: buffer elements; reduceScatter: recv count
                      ///< per rank; allGather: send count per rank
   int root = 0;
-  int lanes = 1;     ///< parallel lanes (channels) to spread the buffer over
+  int lanes = 1;  ///< parallel lanes (channels) to spread the buffer over
   bool inPlace = false;
   size_t elemsPerPiece = 0;  ///< elements per message (slot capacity); 0 = unlimited. Rings
                              ///< proceed in rounds of one piece per chunk, so every rank runs at

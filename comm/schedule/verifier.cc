@@ -33,8 +33,10 @@ std::string symText(const Sym& s) {
   if (s.garbage) return "garbage";
   std::string t = "{";
   for (size_t i = 0; i < s.counts.size(); ++i) {
-    if (s.counts[i]) t += fmt::format("{}{}", t.size() > 1 ? "," : "", s.counts[i] > 1
-                                      ? fmt::format("{}x{}", s.counts[i], i) : fmt::format("{}", i));
+    if (s.counts[i])
+      t += fmt::format(
+          "{}{}", t.size() > 1 ? "," : "",
+          s.counts[i] > 1 ? fmt::format("{}x{}", s.counts[i], i) : fmt::format("{}", i));
   }
   t += fmt::format("}} of element {}", s.index);
   return t + (s.finalized ? fmt::format(" finalized {}", s.finalized) : "");
@@ -132,7 +134,9 @@ class Simulator {
   }
 
   using Key = std::tuple<int, int, int>;  // from, to, channel
-  std::deque<Message>& chan(int from, int to, int channel) { return channels_[{from, to, channel}]; }
+  std::deque<Message>& chan(int from, int to, int channel) {
+    return channels_[{from, to, channel}];
+  }
 
   // One piece of the current step of lane l on rank r; false when it must wait.
   bool advance(int r, size_t l, std::string* err) {
@@ -177,8 +181,8 @@ class Simulator {
       auto& queue = chan(q, r, s.channel);
       if (queue.empty()) return false;
       if (queue.front().size() != len) {
-        *err = fmt::format("{}: expected {} elements from rank {}, message has {}", where(), len,
-                           q, queue.front().size());
+        *err = fmt::format("{}: expected {} elements from rank {}, message has {}", where(), len, q,
+                           queue.front().size());
         return false;
       }
     }
@@ -200,11 +204,18 @@ class Simulator {
     for (size_t i = 0; i < len; ++i) {
       const size_t si = s.src.offset + begin + i, di = s.dst.offset + begin + i;
       switch (s.prim) {
-        case Prim::kSend: outMsg.push_back(at(r, s.src.buf, si)); break;
-        case Prim::kRecv: at(r, s.dst.buf, di) = slot[i]; break;
-        case Prim::kRecvReduce: at(r, s.dst.buf, di) = fin(combine(slot[i], at(r, s.src.buf, si)));
+        case Prim::kSend:
+          outMsg.push_back(at(r, s.src.buf, si));
           break;
-        case Prim::kRecvReduceSend: outMsg.push_back(combine(slot[i], at(r, s.src.buf, si))); break;
+        case Prim::kRecv:
+          at(r, s.dst.buf, di) = slot[i];
+          break;
+        case Prim::kRecvReduce:
+          at(r, s.dst.buf, di) = fin(combine(slot[i], at(r, s.src.buf, si)));
+          break;
+        case Prim::kRecvReduceSend:
+          outMsg.push_back(combine(slot[i], at(r, s.src.buf, si)));
+          break;
         case Prim::kRecvReduceCopySend: {
           Sym v = fin(combine(slot[i], at(r, s.src.buf, si)));
           at(r, s.dst.buf, di) = v;
@@ -215,7 +226,9 @@ class Simulator {
           at(r, s.dst.buf, di) = slot[i];
           outMsg.push_back(slot[i]);
           break;
-        case Prim::kCopy: at(r, s.dst.buf, di) = fin(at(r, s.src.buf, si)); break;
+        case Prim::kCopy:
+          at(r, s.dst.buf, di) = fin(at(r, s.src.buf, si));
+          break;
         case Prim::kGatherReduce: {
           Sym acc;
           for (int q = 0; q < spec_.nranks; ++q) {
@@ -279,7 +292,9 @@ class Simulator {
             want.counts[i / spec_.count] = 1;
             want.index = static_cast<int64_t>(i % spec_.count);
             break;
-          case Shape::kBroadcast: want.counts[spec_.root] = 1; break;
+          case Shape::kBroadcast:
+            want.counts[spec_.root] = 1;
+            break;
         }
         const Sym& got = at(r, Buf::kOutput, i);
         if (got.garbage || got.counts != want.counts || got.finalized != want.finalized ||

@@ -1,8 +1,7 @@
 // Every collective x dtype x op x algorithm x in/out-of-place x odd counts, ranks as threads over
 // shared memory, checked element by element against a closed-form reference.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <mutex>
@@ -30,8 +29,7 @@ bool algorithmRuns(Algorithm algo, Collective coll) {
 }
 
 bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kReduce;
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 
 struct Case {
@@ -42,8 +40,8 @@ struct Case {
   bool inPlace;
   int root;
   std::string name() const {
-    return fmt::format("{} {} {} count={} {} root={}", collectiveName(coll),
-                       dataTypeName(type), reduces(coll) ? redOpName(op) : "-", count,
+    return fmt::format("{} {} {} count={} {} root={}", collectiveName(coll), dataTypeName(type),
+                       reduces(coll) ? redOpName(op) : "-", count,
                        inPlace ? "in-place" : "out-of-place", root);
   }
 };
@@ -78,7 +76,8 @@ std::string runCase(Communicator& comm, const Case& c) {
       for (size_t i = 0; i < outCount; ++i)
         store(c.type, want.data(), i, inputValue(c.type, dataOp, c.root, i));
       break;
-    default: break;
+    default:
+      break;
   }
   // In place: the data starts where the result goes.
   void* send = in.data();
@@ -99,17 +98,46 @@ std::string runCase(Communicator& comm, const Case& c) {
     }
   }
   switch (c.coll) {
-    case Collective::kAllReduce: comm.allReduce(send, recv, c.count, c.type, c.op); break;
-    case Collective::kReduceScatter: comm.reduceScatter(send, recv, c.count, c.type, c.op); break;
-    case Collective::kAllGather: comm.allGather(send, recv, c.count, c.type); break;
-    case Collective::kBroadcast: comm.broadcast(send, recv, c.count, c.type, c.root); break;
-    case Collective::kReduce: comm.reduce(send, recv, c.count, c.type, c.op, c.root); break;
-    default: break;
+    case Collective::kAllReduce:
+      comm.allReduce(send, recv, c.count, c.type, c.op);
+      break;
+    case Collective::kReduceScatter:
+      comm.reduceScatter(send, recv, c.count, c.type, c.op);
+      break;
+    case Collective::kAllGather:
+      comm.allGather(send, recv, c.count, c.type);
+      break;
+    case Collective::kBroadcast:
+      comm.broadcast(send, recv, c.count, c.type, c.root);
+      break;
+    case Collective::kReduce:
+      comm.reduce(send, recv, c.count, c.type, c.op, c.root);
+      break;
+    default:
+      break;
   }
   if (c.coll == Collective::kReduce && r != c.root) return "";
   long bad = firstMismatch(recv, want.data(), outCount, elem);
   if (bad < 0) return "";
   return fmt::format("rank {}: {}: element {} wrong", r, c.name(), bad);
+}
+
+// Runs every case on n ranks (same order everywhere) and reports each wrong result and error.
+void runAndCheck(int n, const Options& options, const std::vector<Case>& cases) {
+  std::mutex mutex;
+  std::vector<std::string> wrong;
+  auto errors = runRanks(n, options, [&](Communicator& comm) {
+    for (const Case& c : cases) {
+      std::string problem = runCase(comm, c);
+      if (!problem.empty()) {
+        std::lock_guard<std::mutex> lock(mutex);
+        wrong.push_back(problem);
+      }
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+  for (size_t i = 0; i < wrong.size() && i < 10; ++i) ADD_FAILURE() << wrong[i];
+  EXPECT_EQ(wrong.size(), 0u);
 }
 
 struct Param {
@@ -138,27 +166,15 @@ TEST_P(Collectives, EveryTypeOpCountAndPlacementMatchesTheReference) {
           if (algo == Algorithm::kOneShot && count * dataTypeSize(type) > 8 * 1024) continue;
           for (bool inPlace : {false, true}) {
             int root = (coll == Collective::kBroadcast || coll == Collective::kReduce)
-                           ? int(count % n) : -1;
+                           ? int(count % n)
+                           : -1;
             cases.push_back({coll, type, op, count, inPlace, root});
           }
         }
       }
     }
   }
-  std::mutex mutex;
-  std::vector<std::string> wrong;
-  auto errors = runRanks(n, options, [&](Communicator& comm) {
-    for (const Case& c : cases) {
-      std::string problem = runCase(comm, c);
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> lock(mutex);
-        wrong.push_back(problem);
-      }
-    }
-  });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
-  for (size_t i = 0; i < wrong.size() && i < 10; ++i) ADD_FAILURE() << wrong[i];
-  EXPECT_EQ(wrong.size(), 0u);
+  runAndCheck(n, options, cases);
 }
 
 // One large odd count per collective and dtype, default slot size (oneshot is for small buffers
@@ -178,31 +194,19 @@ TEST_P(LargeCollectives, LargeOddCountMatchesTheReference) {
       RedOp op = type == DataType::kInt64 ? RedOp::kMax : RedOp::kSum;
       if (type == DataType::kBFloat16) op = RedOp::kAvg;
       size_t count = (coll == Collective::kReduceScatter || coll == Collective::kAllGather)
-                         ? big / n + 1 : big;
+                         ? big / n + 1
+                         : big;
       for (bool inPlace : {false, true}) cases.push_back({coll, type, op, count, inPlace, n - 1});
     }
   }
-  std::mutex mutex;
-  std::vector<std::string> wrong;
-  auto errors = runRanks(n, options, [&](Communicator& comm) {
-    for (const Case& c : cases) {
-      std::string problem = runCase(comm, c);
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> lock(mutex);
-        wrong.push_back(problem);
-      }
-    }
-  });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
-  for (size_t i = 0; i < wrong.size() && i < 10; ++i) ADD_FAILURE() << wrong[i];
-  EXPECT_EQ(wrong.size(), 0u);
+  runAndCheck(n, options, cases);
 }
 
 std::vector<Param> params(bool withOneShot) {
   std::vector<Param> out;
   for (int n : {1, 2, 3, 4, 5, 8, 11, 16}) {
-    for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kOneShot,
-                        Algorithm::kChain}) {
+    for (Algorithm a :
+         {Algorithm::kAuto, Algorithm::kRing, Algorithm::kOneShot, Algorithm::kChain}) {
       if (a != Algorithm::kOneShot || withOneShot) out.push_back({n, a});
     }
   }
@@ -214,8 +218,7 @@ std::string paramName(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, Collectives, ::testing::ValuesIn(params(true)), paramName);
-INSTANTIATE_TEST_SUITE_P(Threads, LargeCollectives, ::testing::ValuesIn(params(false)),
-                         paramName);
+INSTANTIATE_TEST_SUITE_P(Threads, LargeCollectives, ::testing::ValuesIn(params(false)), paramName);
 
 }  // namespace
 }  // namespace braid::testing

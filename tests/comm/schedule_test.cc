@@ -1,7 +1,8 @@
 // Proves every generated schedule for ranks 1..16, and shows the verifier catches broken ones.
+#include "comm/schedule/schedule.h"
+
 #include <gtest/gtest.h>
 
-#include "comm/schedule/schedule.h"
 #include "comm/schedule/verifier.h"
 #include "common/error.h"
 
