@@ -77,7 +77,8 @@ CommState::~CommState() {
     }
     queue.clear();
   }
-  queueCv.notify_all();
+  waitersCv.notify_all();
+  workerCv.notify_all();
   if (worker.joinable()) worker.join();
 }
 
@@ -264,7 +265,8 @@ void CommState::runBlocking(const OpDesc& desc) {
       ~Release() {
         std::lock_guard<std::mutex> l(s->queueMutex);
         s->busy = false;
-        s->queueCv.notify_all();
+        if (s->waiters > 0) s->waitersCv.notify_all();
+        if (!s->queue.empty()) s->workerCv.notify_one();
       }
     } release{this};
     execute(d);
@@ -312,12 +314,12 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
       runQueued(op);
       lock.lock();
       busy = false;
-      queueCv.notify_all();
+      if (waiters > 1) waitersCv.notify_all();
       continue;
     }
     if (deadline.expired()) break;
     auto slice = Clock::now() + std::chrono::milliseconds(100);
-    queueCv.wait_until(lock, std::min(slice, deadline.when()));
+    waitersCv.wait_until(lock, std::min(slice, deadline.when()));
   }
   --waiters;
   // Ops left queued are the progress thread's again; it looks within a millisecond (waking it
@@ -336,9 +338,13 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d) {
   op->timeoutSeconds = options.timeoutSeconds;
   op->state = self;
   op->submitted = Clock::now();
+  const bool wasEmpty = queue.empty();
   queue.push_back(op);
-  if (!worker.joinable()) worker = std::thread([this] { workerLoop(); });
-  queueCv.notify_all();
+  if (!worker.joinable()) {
+    worker = std::thread([this] { workerLoop(); });
+  } else if (wasEmpty) {
+    workerCv.notify_one();  // it sleeps without a timeout only while the queue is empty
+  }
   return op;
 }
 
@@ -350,16 +356,16 @@ void CommState::workerLoop() {
   std::unique_lock<std::mutex> lock(queueMutex);
   while (!stopping) {
     if (queue.empty()) {
-      queueCv.wait(lock);
+      workerCv.wait(lock);
       continue;
     }
     if (busy || waiters > 0) {
-      queueCv.wait_for(lock, kRecheck);
+      workerCv.wait_for(lock, kRecheck);
       continue;
     }
     const auto due = queue.front()->submitted + kGrace;
     if (Clock::now() < due) {
-      queueCv.wait_until(lock, due);
+      workerCv.wait_until(lock, due);
       continue;
     }
     auto op = queue.front();
@@ -369,7 +375,7 @@ void CommState::workerLoop() {
     runQueued(op);
     lock.lock();
     busy = false;
-    queueCv.notify_all();
+    if (waiters > 0) waitersCv.notify_all();
   }
 }
 
@@ -386,6 +392,7 @@ void CommState::abort(const std::string& why) {
     op->doneCv.notify_all();
   }
   queue.clear();
+  waitersCv.notify_all();
 }
 
 // ---- Communicator ----

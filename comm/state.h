@@ -82,7 +82,8 @@ struct CommState {
   // Execution: one op at a time, in issue order; blocking calls run on the caller's thread when
   // nothing is queued, non-blocking ones on the progress thread.
   std::mutex queueMutex;
-  std::condition_variable queueCv;
+  std::condition_variable waitersCv;  // threads in helpUntilDone: an executor became free
+  std::condition_variable workerCv;   // the progress thread: work may be there
   std::deque<std::shared_ptr<Request::Op>> queue;
   bool busy = false;
   bool stopping = false;

@@ -20,11 +20,12 @@ inline void cpuRelax() {
 #endif
 }
 
-// Idle policy: spin (cheap when the peer is running on the other core), then yield (lets an
-// oversubscribed peer run), then sleep on the doorbell in short slices so abort and dead peers are
-// noticed within ~20 ms.
-constexpr int kSpinRounds = 2000;
-constexpr int kYieldRounds = 40;
+// Idle policy: spin briefly (cheap when the peer runs on another core), then yield for a while
+// (when ranks outnumber cores the peer we wait for is often runnable but not running, and
+// sched_yield hands it the core at once, where a futex sleep would cost a wake-up each time), then
+// sleep on the doorbell in short slices so abort and dead peers are noticed within ~20 ms.
+constexpr int kSpinRounds = 256;
+constexpr auto kYieldFor = std::chrono::milliseconds(2);
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
 
@@ -272,7 +273,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
       lastPeerCheck = now;
     }
     if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(cursors_, args, false);
-    if (idle < kSpinRounds + kYieldRounds) {
+    if (now - lastProgress < kYieldFor) {
       sched_yield();
       continue;
     }
