@@ -25,6 +25,7 @@ inline void cpuRelax() {
 // sched_yield hands it the core at once, where a futex sleep would cost a wake-up each time), then
 // sleep on the doorbell in short slices so abort and dead peers are noticed within ~20 ms.
 constexpr int kSpinRounds = 256;
+constexpr int kOversubscribedSpinRounds = 8;  // the peer needs our core: hand it over at once
 constexpr auto kYieldFor = std::chrono::milliseconds(2);
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
@@ -34,6 +35,14 @@ constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
 HostExecutor::HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted)
     : ep_(endpoint), aborted_(aborted), rank_(endpoint.rank()), size_(endpoint.size()) {
   gatherSrcs_.resize(size_);
+  // More ranks on this host than cores we may run on: spinning only delays the peer we wait for.
+  int local = 1;
+  for (int q = 0; q < size_; ++q) {
+    if (q != rank_ && ep_.peerKind(q) == transport::Kind::kShm) ++local;
+  }
+  cpu_set_t cpus;
+  int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  spinRounds_ = local > cores ? kOversubscribedSpinRounds : kSpinRounds;
 }
 
 char* HostExecutor::address(Buf buf, size_t elemOffset, const ExecArgs& args) const {
@@ -263,12 +272,12 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
       continue;
     }
     ++idle;
-    if (idle < kSpinRounds) {
+    if (idle < spinRounds_) {
       cpuRelax();
       continue;
     }
     const auto now = Clock::now();
-    if (idle == kSpinRounds) {
+    if (idle == spinRounds_) {
       lastProgress = now;  // the idle period started (about) here
       lastPeerCheck = now;
     }

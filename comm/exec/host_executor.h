@@ -54,6 +54,7 @@ class HostExecutor {
   int rank_;
   int size_;
   size_t elemSize_ = 0;
+  int spinRounds_ = 0;
   std::vector<Cursor> cursors_;
   std::vector<const void*> gatherSrcs_;
   std::vector<char> scratch_;  // one piece, for results that are streamed to the output
