@@ -24,8 +24,8 @@ namespace braid::faults {
 
 /// Exit codes of a rank child.
 constexpr int kChildOk = 0;
-constexpr int kChildWrongData = 1;   ///< an element differed from the reference
-constexpr int kChildUnexpected = 2;  ///< an exception that the body did not expect
+constexpr int kChildWrongData = 1;    ///< an element differed from the reference
+constexpr int kChildUnexpected = 2;   ///< an exception that the body did not expect
 constexpr int kChildCheckFailed = 3;  ///< an expectation inside the child failed
 
 /// Seconds on CLOCK_MONOTONIC, comparable across the processes of this machine.
@@ -33,6 +33,20 @@ inline double monoNow() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+/// The value of the last "key=value" line of a report ("" when absent).
+inline std::string reportValue(const std::string& report, const std::string& key) {
+  std::string found;
+  size_t pos = 0;
+  while (pos < report.size()) {
+    size_t end = report.find('\n', pos);
+    if (end == std::string::npos) end = report.size();
+    std::string line = report.substr(pos, end - pos);
+    if (line.compare(0, key.size() + 1, key + "=") == 0) found = line.substr(key.size() + 1);
+    pos = end + 1;
+  }
+  return found;
 }
 
 /// What a rank child can do besides computing: report lines and signal readiness to the parent.
@@ -48,6 +62,8 @@ class ChildIo {
     line += '\n';
     if (report_.size() + line.size() < 16000) report_ += line;
   }
+  /// The last value reported under `key` ("" when none).
+  std::string said(const std::string& key) const { return reportValue(report_, key); }
   void sayTime(const std::string& key) { say(key, std::to_string(monoNow())); }
   /// Tells the parent "I am ready" (one byte on the signal pipe).
   void signalReady() {
@@ -75,25 +91,14 @@ struct ChildResult {
   bool killed = false;
   std::string report;
   /// The value of "key=" in the report ("" when absent; the last one wins).
-  std::string get(const std::string& key) const {
-    std::string found;
-    size_t pos = 0;
-    while (pos < report.size()) {
-      size_t end = report.find('\n', pos);
-      if (end == std::string::npos) end = report.size();
-      std::string line = report.substr(pos, end - pos);
-      if (line.compare(0, key.size() + 1, key + "=") == 0) found = line.substr(key.size() + 1);
-      pos = end + 1;
-    }
-    return found;
-  }
+  std::string get(const std::string& key) const { return reportValue(report, key); }
   double getDouble(const std::string& key) const {
     std::string v = get(key);
     return v.empty() ? -1.0 : std::atof(v.c_str());
   }
   std::string describe() const {
-    return "exit " + std::to_string(exitCode) + (killed ? " (killed by the parent)" : "") +
-           "\n" + report;
+    return "exit " + std::to_string(exitCode) + (killed ? " (killed by the parent)" : "") + "\n" +
+           report;
   }
 };
 
@@ -169,25 +174,23 @@ class Job {
     return ::read(kids_[rank].signalFd, &c, 1) == 1;
   }
 
+  /// Waits up to `seconds` for rank's process to exit; true when it did.
+  bool waitExited(int rank, double seconds) {
+    const double end = monoNow() + seconds;
+    for (;;) {
+      if (!reap(kids_[rank])) return true;
+      if (monoNow() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
   /// Waits for every started child up to `seconds` in all, kills the rest; returns their results.
   std::vector<ChildResult> finish(double seconds) {
     const double end = monoNow() + seconds;
     std::vector<ChildResult> out(n_);
     for (;;) {
       bool running = false;
-      for (int r = 0; r < n_; ++r) {
-        Kid& k = kids_[r];
-        drain(k);
-        if (k.pid <= 0 || k.done) continue;
-        int status = 0;
-        pid_t got = ::waitpid(k.pid, &status, WNOHANG);
-        if (got == k.pid) {
-          k.done = true;
-          k.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-        } else {
-          running = true;
-        }
-      }
+      for (int r = 0; r < n_; ++r) running = reap(kids_[r]) || running;
       if (!running || monoNow() > end) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -207,6 +210,9 @@ class Job {
       out[r].killed = k.killed;
       out[r].report = k.report;
       closeFds(k);
+      // BRAID_FAULTS_VERBOSE=1 shows what every rank reported (messages, timings).
+      if (std::getenv("BRAID_FAULTS_VERBOSE"))
+        std::fprintf(stderr, "--- rank %d: %s", r, out[r].describe().c_str());
     }
     return out;
   }
@@ -222,6 +228,17 @@ class Job {
     std::string report;
   };
 
+  // Collects an exited child; true while it is still running.
+  static bool reap(Kid& k) {
+    drain(k);
+    if (k.pid <= 0 || k.done) return false;
+    int status = 0;
+    if (::waitpid(k.pid, &status, WNOHANG) != k.pid) return true;
+    k.done = true;
+    k.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    drain(k);
+    return false;
+  }
   static void drain(Kid& k) {
     if (k.reportFd < 0) return;
     char buf[4096];
