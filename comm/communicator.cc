@@ -180,6 +180,7 @@ void CommState::execute(const OpDesc& d) {
   args.op = d.op;
   args.timeoutSeconds = options.timeoutSeconds;
   args.elemsPerPiece = options.slotBytes / elem;
+  args.called = d.coll;
   args.header.seq = d.seq;
   args.header.coll = d.coll;
   args.header.dtype = d.dtype;

@@ -76,7 +76,12 @@ void connectState(CommState& state, const std::string& prefix, const std::string
     jobId = bootstrap::randomSecret(6);
     store.set(prefix + "/jobid", jobId);
   } else {
-    jobId = store.get(prefix + "/jobid", Deadline::after(timeout));
+    try {
+      jobId = store.get(prefix + "/jobid", Deadline::after(timeout));
+    } catch (const Error& e) {
+      fail(e.code(), "rank {}: rank 0 did not start the communicator within {} s ({})", rank,
+           timeout, e.what());
+    }
   }
   const std::string host = topology::hostFingerprint();
   store.set(fmt::format("{}/{}/host/{}", prefix, jobId, rank), host);
@@ -91,13 +96,19 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   config.advertiseAddress = address;
   config.timeoutSeconds = timeout;
   config.peerKinds.resize(size);
+  const Deadline hostDeadline = Deadline::after(timeout);
   for (int q = 0; q < size; ++q) {
     if (q == rank) {
       config.peerKinds[q] = transport::Kind::kSelf;
       continue;
     }
-    std::string peerHost =
-        store.get(fmt::format("{}/{}/host/{}", prefix, jobId, q), Deadline::after(timeout));
+    std::string peerHost;
+    try {
+      peerHost = store.get(fmt::format("{}/{}/host/{}", prefix, jobId, q), hostDeadline);
+    } catch (const Error& e) {
+      fail(e.code(), "rank {}: peer rank {} did not join the communicator within {} s ({})", rank,
+           q, timeout, e.what());
+    }
     const bool sameHost = peerHost == host;
     if (state.options.transport == "tcp") {
       config.peerKinds[q] = transport::Kind::kTcp;

@@ -43,11 +43,25 @@ std::optional<uint64_t> parseBytes(const std::string& text) {
   if (errno != 0 || end == text.c_str() || text[0] == '-') return std::nullopt;
   uint64_t scale = 1;
   switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': scale = 1ull << 10; ++end; break;
-    case 'm': case 'M': scale = 1ull << 20; ++end; break;
-    case 'g': case 'G': scale = 1ull << 30; ++end; break;
-    default: return std::nullopt;
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      scale = 1ull << 10;
+      ++end;
+      break;
+    case 'm':
+    case 'M':
+      scale = 1ull << 20;
+      ++end;
+      break;
+    case 'g':
+    case 'G':
+      scale = 1ull << 30;
+      ++end;
+      break;
+    default:
+      return std::nullopt;
   }
   if (*end == 'B' || *end == 'b') ++end;
   if (*end != '\0') return std::nullopt;

@@ -6,15 +6,24 @@ namespace braid {
 
 const char* errorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidUsage: return "invalid usage";
-    case ErrorCode::kSystemError: return "system error";
-    case ErrorCode::kCudaError: return "cuda error";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kRemoteError: return "remote error";
-    case ErrorCode::kAborted: return "aborted";
-    case ErrorCode::kInternal: return "internal error";
-    case ErrorCode::kMismatch: return "collective mismatch";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidUsage:
+      return "invalid usage";
+    case ErrorCode::kSystemError:
+      return "system error";
+    case ErrorCode::kCudaError:
+      return "cuda error";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kRemoteError:
+      return "remote error";
+    case ErrorCode::kAborted:
+      return "aborted";
+    case ErrorCode::kInternal:
+      return "internal error";
+    case ErrorCode::kMismatch:
+      return "collective mismatch";
   }
   return "unknown error";
 }

@@ -46,7 +46,7 @@ template <typename... Args>
 }  // namespace braid
 
 /// Checks an invariant; on failure throws Error(code, message) where message says what held.
-#define BRAID_ENFORCE(cond, code, ...)                                      \
-  do {                                                                      \
-    if (!(cond)) ::braid::fail((code), __VA_ARGS__);                        \
+#define BRAID_ENFORCE(cond, code, ...)               \
+  do {                                               \
+    if (!(cond)) ::braid::fail((code), __VA_ARGS__); \
   } while (0)

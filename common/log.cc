@@ -19,10 +19,14 @@ LogLevel levelFromEnv() {
 
 const char* levelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kError: return "ERROR";
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
+    case LogLevel::kError:
+      return "ERROR";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
   }
   return "?";
 }

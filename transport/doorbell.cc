@@ -32,6 +32,8 @@ void ringDoorbellIfSleeping(Doorbell& bell) {
 
 uint32_t prepareDoorbellSleep(Doorbell& bell) {
   std::atomic_ref<uint32_t>(bell.sleeping).store(1, std::memory_order_seq_cst);
+  // The caller's re-check of its channels must not move above the flag store (Dekker).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   return std::atomic_ref<uint32_t>(bell.word).load(std::memory_order_seq_cst);
 }
 

@@ -13,9 +13,12 @@ namespace braid::transport {
 
 const char* kindName(Kind kind) {
   switch (kind) {
-    case Kind::kSelf: return "self";
-    case Kind::kShm: return "shm";
-    case Kind::kTcp: return "tcp";
+    case Kind::kSelf:
+      return "self";
+    case Kind::kShm:
+      return "shm";
+    case Kind::kTcp:
+      return "tcp";
   }
   return "unknown";
 }
@@ -50,11 +53,14 @@ void validate(const EndpointConfig& c) {
                     "rank {}: transport connect: peer {} has kind {}", c.rank, p, kindName(kind));
     }
   }
-  BRAID_ENFORCE(c.channels >= 1 && c.slots >= 1 && c.slotBytes >= 1 &&
-                    c.slotBytes <= (size_t{1} << 34),
-                ErrorCode::kInvalidUsage,
-                "rank {}: transport connect: channels {}, slots {}, slotBytes {} out of range",
-                c.rank, c.channels, c.slots, c.slotBytes);
+  BRAID_ENFORCE(
+      c.channels >= 1 && c.slots >= 1 && c.slotBytes >= 1 && c.slotBytes <= (size_t{1} << 34),
+      ErrorCode::kInvalidUsage,
+      "rank {}: transport connect: channels {}, slots {}, slotBytes {} out of range", c.rank,
+      c.channels, c.slots, c.slotBytes);
+  BRAID_ENFORCE(c.timeoutSeconds > 0, ErrorCode::kInvalidUsage,
+                "rank {}: transport connect: timeout {} s is not positive", c.rank,
+                c.timeoutSeconds);
   BRAID_ENFORCE(!c.jobId.empty(), ErrorCode::kInvalidUsage,
                 "rank {}: transport connect: empty jobId", c.rank);
 }
@@ -103,8 +109,8 @@ class CompositeEndpoint final : public Endpoint {
         }
       }
     }
-    BRAID_INFO("rank {}: transport connected ({} ranks, {} channels x {} slots x {} bytes)",
-               c.rank, c.size, c.channels, c.slots, c.slotBytes);
+    BRAID_INFO("rank {}: transport connected ({} ranks, {} channels x {} slots x {} bytes)", c.rank,
+               c.size, c.channels, c.slots, c.slotBytes);
   }
 
   int rank() const override { return config_.rank; }
@@ -132,9 +138,12 @@ class CompositeEndpoint final : public Endpoint {
   bool peerAlive(int peer) override {
     checkPeer(peer, 0, true);
     switch (config_.peerKinds[peer]) {
-      case Kind::kShm: return shm_->peerAlive(peer);
-      case Kind::kTcp: return tcp_->peerAlive(peer);
-      case Kind::kSelf: return true;
+      case Kind::kShm:
+        return shm_->peerAlive(peer);
+      case Kind::kTcp:
+        return tcp_->peerAlive(peer);
+      case Kind::kSelf:
+        return true;
     }
     return true;
   }
@@ -159,8 +168,8 @@ class CompositeEndpoint final : public Endpoint {
     BRAID_ENFORCE(peer >= 0 && peer < config_.size && (selfOk || peer != config_.rank) &&
                       channel >= 0 && channel < config_.channels,
                   ErrorCode::kInvalidUsage,
-                  "rank {}: no channel {} to peer {} (size {}, {} channels)", config_.rank,
-                  channel, peer, config_.size, config_.channels);
+                  "rank {}: no channel {} to peer {} (size {}, {} channels)", config_.rank, channel,
+                  peer, config_.size, config_.channels);
   }
 
   EndpointConfig config_;

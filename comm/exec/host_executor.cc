@@ -52,7 +52,9 @@ char* HostExecutor::address(Buf buf, size_t elemOffset, const ExecArgs& args) co
 }
 
 std::string HostExecutor::what(const ExecArgs& args) const {
-  return fmt::format("{} of {} bytes", describeHeader(args.header),
+  OpHeader called = args.header;
+  called.coll = args.called;
+  return fmt::format("{} of {} bytes", describeHeader(called),
                      args.header.count * dataTypeSize(args.dtype));
 }
 

@@ -23,6 +23,7 @@ struct ExecArgs {
   size_t elemsPerPiece = 1;    ///< slot payload in elements (the program was built for it)
   double timeoutSeconds = 60;  ///< no progress for this long -> kTimeout
   bool streamOutput = false;   ///< write the output with streaming stores (large buffers)
+  Collective called = Collective::kAllReduce;  ///< what the user called (recv's header says send)
 };
 
 class HostExecutor {

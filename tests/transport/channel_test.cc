@@ -18,11 +18,16 @@ uint64_t laneSeed(int src, int dst, int channel, int index) {
 
 size_t messageSize(uint64_t seed, int index, size_t slotBytes) {
   switch (index % 5) {
-    case 0: return 0;
-    case 1: return std::min<size_t>(1, slotBytes);
-    case 2: return std::min<size_t>(7, slotBytes);
-    case 3: return slotBytes;
-    default: return seed % (slotBytes + 1);
+    case 0:
+      return 0;
+    case 1:
+      return std::min<size_t>(1, slotBytes);
+    case 2:
+      return std::min<size_t>(7, slotBytes);
+    case 3:
+      return slotBytes;
+    default:
+      return seed % (slotBytes + 1);
   }
 }
 
@@ -65,13 +70,13 @@ void exchangeAll(Endpoint& ep, int messages, size_t slotBytes, double seconds) {
         if (data == nullptr) break;
         uint64_t seed = laneSeed(lane.peer, me, lane.channel, lane.received);
         size_t expected = messageSize(seed, lane.received, slotBytes);
-        std::string where = fmt::format("rank {} from peer {} channel {} message {}", me,
-                                        lane.peer, lane.channel, lane.received);
+        std::string where = fmt::format("rank {} from peer {} channel {} message {}", me, lane.peer,
+                                        lane.channel, lane.received);
         if (bytes != expected || meta.words[0] != seed || meta.words[1] != expected ||
             meta.words[2] != static_cast<uint64_t>(lane.received) || meta.words[3] != ~seed) {
-          throw std::runtime_error(fmt::format("{}: got {} bytes, meta {:x} {} {} (want {})",
-                                               where, bytes, meta.words[0], meta.words[1],
-                                               meta.words[2], expected));
+          throw std::runtime_error(fmt::format("{}: got {} bytes, meta {:x} {} {} (want {})", where,
+                                               bytes, meta.words[0], meta.words[1], meta.words[2],
+                                               expected));
         }
         long bad = checkPayload(data, bytes, seed);
         if (bad >= 0) throw std::runtime_error(fmt::format("{}: wrong byte {}", where, bad));
@@ -127,6 +132,18 @@ TEST(TransportConfig, RejectsBadConfig) {
   EXPECT_THROW(connect(c, kv), Error);
   c = makeConfig(0, 2, {Kind::kSelf, Kind::kShm}, "");
   EXPECT_THROW(connect(c, kv), Error);
+  c = makeConfig(0, 2, {Kind::kSelf, Kind::kShm}, uniqueJobId("bad"));
+  c.timeoutSeconds = 0;
+  EXPECT_THROW(connect(c, kv), Error);
+  c = makeConfig(0, 2, {Kind::kSelf, Kind::kShm}, uniqueJobId("bad"));
+  c.slots = 0;
+  try {
+    connect(c, kv);
+    ADD_FAILURE() << "zero slots accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+  }
 }
 
 struct Case {
@@ -208,7 +225,8 @@ TEST_P(KindTest, SlotFlowControl) {
       EXPECT_EQ(out.tryAcquire(), nullptr) << "still full while nobody released";
       phase.store(1);
       // The receiver frees one slot: it comes back (the doorbell wakes us for it).
-      EXPECT_TRUE(waitFor(*ep, [&] { return out.tryAcquire() != nullptr; }, 5));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return out.tryAcquire() != nullptr; }, 5));
       void* slot = out.tryAcquire();
       ASSERT_NE(slot, nullptr);
       std::memset(slot, k, 8);
@@ -217,17 +235,21 @@ TEST_P(KindTest, SlotFlowControl) {
       out.post(8, meta);
       EXPECT_EQ(out.tryAcquire(), nullptr) << "full again after reusing the freed slot";
       phase.store(2);
-      EXPECT_TRUE(waitFor(*ep, [&] { return phase.load() == 3; }, 10));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return phase.load() == 3; }, 10));
     } else {
       RecvChannel& in = ep->recv(0, 0);
-      EXPECT_TRUE(waitFor(*ep, [&] { return phase.load() == 1; }, 10));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return phase.load() == 1; }, 10));
       for (int i = 0; i <= k; ++i) {
         if (i == 1) {
-          EXPECT_TRUE(waitFor(*ep, [&] { return phase.load() == 2; }, 10));
+          EXPECT_TRUE(waitFor(
+              *ep, [&] { return phase.load() == 2; }, 10));
         }
         size_t bytes = 0;
         MessageMeta meta;
-        EXPECT_TRUE(waitFor(*ep, [&] { return in.tryPeek(&bytes, &meta) != nullptr; }, 5));
+        EXPECT_TRUE(waitFor(
+            *ep, [&] { return in.tryPeek(&bytes, &meta) != nullptr; }, 5));
         const void* data = in.tryPeek(&bytes, &meta);
         ASSERT_NE(data, nullptr);
         EXPECT_EQ(bytes, 8u);
@@ -256,14 +278,16 @@ TEST_P(KindTest, DoorbellWakesSleeperAndTimesOut) {
     c.slotBytes = 64;
     auto ep = connect(c, kv);
     if (rank == 0) {
-      EXPECT_TRUE(waitFor(*ep, [&] { return phase.load() == 1; }, 10));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return phase.load() == 1; }, 10));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it reach the futex
       SendChannel& out = ep->send(1, 0);
       void* slot = out.tryAcquire();
       ASSERT_NE(slot, nullptr);
       postedAt.store(Clock::now().time_since_epoch().count());
       out.post(0, MessageMeta{});
-      EXPECT_TRUE(waitFor(*ep, [&] { return phase.load() == 2; }, 10));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return phase.load() == 2; }, 10));
     } else {
       RecvChannel& in = ep->recv(0, 0);
       uint32_t ticket = ep->prepareSleep();
@@ -274,7 +298,8 @@ TEST_P(KindTest, DoorbellWakesSleeperAndTimesOut) {
       wakeMillis = std::chrono::duration<double, std::milli>(
                        woke - Clock::time_point(Clock::duration(postedAt.load())))
                        .count();
-      EXPECT_TRUE(waitFor(*ep, [&] { return in.tryPeek(nullptr, nullptr) != nullptr; }, 1));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return in.tryPeek(nullptr, nullptr) != nullptr; }, 1));
       in.release();
       // Nothing else happens now: a sleep must last until `until`.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the credit settle
@@ -298,20 +323,23 @@ TEST_P(KindTest, PeerAbortAfterSignalAbort) {
   const int ranks = 3;
   MemoryKeyValue kv;
   std::string jobId = uniqueJobId("abort");
+  // Long enough to carry a full error message (comm sends "<code>|<message>").
+  const std::string reason = "6|rank 1 failed: boom " + std::string(800, 'x');
   std::barrier sync(ranks);
   auto errors = runRanks(ranks, [&](int rank) {
     auto ep = connect(makeConfig(rank, ranks, std::vector<Kind>(ranks, kind), jobId), kv);
     sync.arrive_and_wait();
     if (rank == 1) {
-      ep->signalAbort("rank 1 failed: boom");
+      ep->signalAbort(reason);
       ep->signalAbort("second call is ignored");
       EXPECT_FALSE(ep->peerAbort().has_value());
     } else {
-      EXPECT_TRUE(waitFor(*ep, [&] { return ep->peerAbort().has_value(); }, 5));
+      EXPECT_TRUE(waitFor(
+          *ep, [&] { return ep->peerAbort().has_value(); }, 5));
       auto abort = ep->peerAbort();
       ASSERT_TRUE(abort.has_value());
       EXPECT_EQ(abort->first, 1);
-      EXPECT_EQ(abort->second, "rank 1 failed: boom");
+      EXPECT_EQ(abort->second, reason);
     }
     sync.arrive_and_wait();
   });

@@ -47,7 +47,9 @@ TEST_P(ProcessTest, Moves64MiBInSlotSizedPieces) {
       SendChannel& out = ep->send(1, 0);
       for (size_t i = 0; i < pieces; ++i) {
         void* slot = nullptr;
-        if (!waitFor(*ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 20)) return 10;
+        if (!waitFor(
+                *ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 20))
+          return 10;
         fillPayload(slot, c.slotBytes, i);
         sum = foldChecksum(sum, slot, c.slotBytes);
         MessageMeta meta;
@@ -58,7 +60,9 @@ TEST_P(ProcessTest, Moves64MiBInSlotSizedPieces) {
       // Wait for the receiver's verdict before tearing down.
       RecvChannel& in = ep->recv(1, 0);
       MessageMeta verdict;
-      if (!waitFor(*ep, [&] { return in.tryPeek(nullptr, &verdict) != nullptr; }, 20)) return 11;
+      if (!waitFor(
+              *ep, [&] { return in.tryPeek(nullptr, &verdict) != nullptr; }, 20))
+        return 11;
       return verdict.words[0] == 1 ? 0 : 12;
     }
     RecvChannel& in = ep->recv(0, 0);
@@ -69,7 +73,8 @@ TEST_P(ProcessTest, Moves64MiBInSlotSizedPieces) {
       const void* data = nullptr;
       size_t bytes = 0;
       MessageMeta meta;
-      if (!waitFor(*ep, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 20)) {
+      if (!waitFor(
+              *ep, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 20)) {
         return 20;
       }
       sum = foldChecksum(sum, data, bytes);
@@ -80,7 +85,9 @@ TEST_P(ProcessTest, Moves64MiBInSlotSizedPieces) {
     }
     ok = ok && sum == want;
     SendChannel& out = ep->send(0, 0);
-    if (!waitFor(*ep, [&] { return out.tryAcquire() != nullptr; }, 20)) return 21;
+    if (!waitFor(
+            *ep, [&] { return out.tryAcquire() != nullptr; }, 20))
+      return 21;
     MessageMeta verdict;
     verdict.words[0] = ok ? 1 : 0;
     out.post(0, verdict);
@@ -116,6 +123,8 @@ TEST_P(ProcessTest, KilledPeerIsSeenDeadWithinOneSecond) {
     FAIL() << e.what();
   }
   EXPECT_TRUE(ep->peerAlive(1));
+  // connect() returned here, so no inbox name is left, whatever the child does next.
+  EXPECT_TRUE(shmEntries("braid-" + jobId + "-").empty());
   kill(child, SIGKILL);
   auto start = Clock::now();
   bool dead = false;
@@ -129,6 +138,46 @@ TEST_P(ProcessTest, KilledPeerIsSeenDeadWithinOneSecond) {
   EXPECT_EQ(waitChild(child, 5), -SIGKILL);
   EXPECT_FALSE(ep->peerAlive(1)) << "stays dead after the reap";
   RecordProperty("death_ms", fmt::format("{:.1f}", millis));
+}
+
+TEST_P(ProcessTest, DestroyingWithAFrozenPeerIsBounded) {
+  const Kind kind = GetParam();
+  const std::string jobId = uniqueJobId("frozen");
+  const size_t slotBytes = 1 << 20;  // 8 x 1 MiB in flight: more than the socket buffers take
+  pid_t child = forkRank([&] {
+    FileKeyValue kv(dir_);
+    EndpointConfig c = makeConfig(1, 2, {kind, kind}, jobId);
+    c.slotBytes = slotBytes;
+    auto ep = connect(c, kv);
+    std::this_thread::sleep_for(std::chrono::seconds(20));  // bounded: the test kills it first
+    return 0;
+  });
+  ASSERT_GT(child, 0);
+  FileKeyValue kv(dir_);
+  EndpointConfig c = makeConfig(0, 2, {kind, kind}, jobId);
+  c.slotBytes = slotBytes;
+  std::unique_ptr<Endpoint> ep;
+  try {
+    ep = connect(c, kv);
+  } catch (const std::exception& e) {
+    kill(child, SIGKILL);
+    waitChild(child, 5);
+    FAIL() << e.what();
+  }
+  kill(child, SIGSTOP);
+  for (int ch = 0; ch < c.channels; ++ch) {
+    SendChannel& out = ep->send(1, ch);
+    while (void* slot = out.tryAcquire()) {
+      std::memset(slot, 0x5a, c.slotBytes);
+      out.post(c.slotBytes, MessageMeta{});
+    }
+  }
+  auto start = Clock::now();
+  ep.reset();
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  kill(child, SIGKILL);
+  EXPECT_EQ(waitChild(child, 5), -SIGKILL);
+  EXPECT_LT(seconds, 3.0) << "the destructor must not wait for a frozen peer";
 }
 
 TEST_F(ProcessTest, StaleSegmentOfADeadRunIsReplaced) {

@@ -112,7 +112,8 @@ TEST(TcpHandshake, StrayConnectionsAreRejectedAndRealPeersConnect) {
   const void* data = nullptr;
   size_t bytes = 0;
   MessageMeta meta;
-  ASSERT_TRUE(waitFor(*ep1, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 5));
+  ASSERT_TRUE(waitFor(
+      *ep1, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 5));
   EXPECT_EQ(bytes, 100u);
   EXPECT_EQ(checkPayload(data, bytes, 42), -1);
   EXPECT_EQ(meta.words[3], 4u);
@@ -152,7 +153,8 @@ TEST(TcpProtocol, OversizedFrameIsAnErrorNamingThePeer) {
   frame.channel = 0;
   frame.length = 1025;
   sendAll(fd, std::string(reinterpret_cast<const char*>(&frame), sizeof frame));
-  EXPECT_TRUE(waitFor(*ep1, [&] { return !ep1->peerAlive(0); }, 3));
+  EXPECT_TRUE(waitFor(
+      *ep1, [&] { return !ep1->peerAlive(0); }, 3));
   auto abort = ep1->peerAbort();
   ASSERT_TRUE(abort.has_value());
   EXPECT_EQ(abort->first, 0);

@@ -32,8 +32,8 @@ struct Result {
   double bandwidthGBs = 0;
 };
 
-int rankMain(int rank, Kind kind, const std::string& dir, const std::string& jobId,
-             int pingIters, size_t streamBytes, int resultFd) {
+int rankMain(int rank, Kind kind, const std::string& dir, const std::string& jobId, int pingIters,
+             size_t streamBytes, int resultFd) {
   FileKeyValue kv(dir);
   EndpointConfig c = makeConfig(rank, 2, {kind, kind}, jobId);
   c.channels = 2;
@@ -49,12 +49,15 @@ int rankMain(int rank, Kind kind, const std::string& dir, const std::string& job
     for (int i = 0; i < iters; ++i) {
       if (rank == 0) {
         void* slot = nullptr;
-        if (!spinWait(*ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 10)) return false;
+        if (!spinWait(
+                *ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 10))
+          return false;
         std::memcpy(slot, &value, 8);
         out.post(8, MessageMeta{});
       }
       const void* data = nullptr;
-      if (!spinWait(*ep, [&] { return (data = in.tryPeek(nullptr, nullptr)) != nullptr; }, 10)) {
+      if (!spinWait(
+              *ep, [&] { return (data = in.tryPeek(nullptr, nullptr)) != nullptr; }, 10)) {
         return false;
       }
       std::memcpy(&value, data, 8);
@@ -62,7 +65,9 @@ int rankMain(int rank, Kind kind, const std::string& dir, const std::string& job
       ++value;
       if (rank == 1) {
         void* slot = nullptr;
-        if (!spinWait(*ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 10)) return false;
+        if (!spinWait(
+                *ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 10))
+          return false;
         std::memcpy(slot, &value, 8);
         out.post(8, MessageMeta{});
       }
@@ -90,14 +95,17 @@ int rankMain(int rank, Kind kind, const std::string& dir, const std::string& job
       if (rank == 0) {
         SendChannel& s = ep->send(1, 1);
         void* dst = nullptr;
-        if (!spinWait(*ep, [&] { return (dst = s.tryAcquire()) != nullptr; }, 10)) return false;
+        if (!spinWait(
+                *ep, [&] { return (dst = s.tryAcquire()) != nullptr; }, 10))
+          return false;
         std::memcpy(dst, at, slot);
         s.post(slot, MessageMeta{});
       } else {
         RecvChannel& r = ep->recv(0, 1);
         const void* src = nullptr;
         size_t bytes = 0;
-        if (!spinWait(*ep, [&] { return (src = r.tryPeek(&bytes, nullptr)) != nullptr; }, 10)) {
+        if (!spinWait(
+                *ep, [&] { return (src = r.tryPeek(&bytes, nullptr)) != nullptr; }, 10)) {
           return false;
         }
         std::memcpy(at, src, bytes);
@@ -138,10 +146,10 @@ int main(int argc, char** argv) {
     std::string jobId = uniqueJobId("perf");
     int fds[2];
     if (pipe(fds) != 0) return 1;
-    pid_t p0 = forkRank(
-        [&] { return rankMain(0, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
-    pid_t p1 = forkRank(
-        [&] { return rankMain(1, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
+    pid_t p0 =
+        forkRank([&] { return rankMain(0, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
+    pid_t p1 =
+        forkRank([&] { return rankMain(1, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
     int s0 = waitChild(p0, 300), s1 = waitChild(p1, 300);
     Result result;
     bool ok = s0 == 0 && s1 == 0 && read(fds[0], &result, sizeof result) == sizeof result;
@@ -152,10 +160,11 @@ int main(int argc, char** argv) {
       fmt::print("{}: failed (rank 0 exit {}, rank 1 exit {})\n", kindName(kind), s0, s1);
       return 1;
     }
-    fmt::print("{}: ping-pong 8 B latency (round trip / 2) median {:.3f} us, best {:.3f} us "
-               "({} round trips); streaming {} MiB in 128 KiB slots, K=8: {:.2f} GB/s\n",
-               kindName(kind), result.latencyMicros, result.bestLatencyMicros, pingIters,
-               streamBytes >> 20, result.bandwidthGBs);
+    fmt::print(
+        "{}: ping-pong 8 B latency (round trip / 2) median {:.3f} us, best {:.3f} us "
+        "({} round trips); streaming {} MiB in 128 KiB slots, K=8: {:.2f} GB/s\n",
+        kindName(kind), result.latencyMicros, result.bestLatencyMicros, pingIters,
+        streamBytes >> 20, result.bandwidthGBs);
   }
   return 0;
 }

@@ -1,30 +1,12 @@
-// Shared-memory transport.
-//
-// Layout: each rank r owns ONE segment, its inbox "/braid-<jobId>-<r>", that shm peers write into:
-//
-//   page 0    InboxHeader: identity (magic, version, rank, size, channels, slots, slotBytes, pid)
-//             | Doorbell (word + sleeping flag, own 128-byte pair of lines)
-//             | AbortRecord (state, peer rank, reason; first writer wins)
-//             | ringOffset[size]: where the rings from each peer start (0 = not a shm peer)
-//   per shm peer p (page aligned), per channel c: one ring
-//             RingControl (consumed counter written by r, read by p; own 128-byte pair)
-//             K slots, each: SlotHeader (seq, size, meta: 48 bytes) at a 128-byte boundary,
-//             payload right after it at +64, so an 8-byte message is one pair of adjacent lines.
-//
-// The sender p writes payload, size and meta into slot n % K, then stores seq = n + 1 (release);
-// the receiver r waits for seq == head + 1 (acquire) and, on release, stores consumed = head + 1
-// (release), which the sender reads only when it believes the ring full. Both then ring the
-// other's doorbell if its sleeping flag is set (see transport/doorbell.h).
-//
-// The segment is sparse: ftruncate allocates nothing, and slot pages are touched only once a
-// message uses them. Every rank unlinks its inbox once all shm peers announced (kv
-// "<jobId>/mapped/<rank>") that they mapped it; the destructor unlinks it in any case.
+// Shared-memory transport: creating, mapping and unlinking the inboxes, peer liveness and abort
+// records. The segment layout and the ring protocol are described at the top of shm/ring.h.
 #include "transport/shm/shm.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -33,45 +15,11 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "transport/shm/ring.h"
 
 namespace braid::transport::shm {
 
 namespace {
-
-constexpr uint64_t kMagic = 0x316d736469617262ull;  // "braidsm1"
-constexpr uint32_t kVersion = 1;
-constexpr size_t kReasonBytes = 120;
-constexpr size_t kSlotHeaderBytes = 64;
-constexpr size_t kControlBytes = 128;
-
-struct AbortRecord {
-  uint32_t state;  // 0 empty, 1 being written, 2 published
-  int32_t rank;
-  char reason[kReasonBytes];
-};
-
-struct SlotHeader {
-  uint64_t seq;   // n + 1 once message n is in this slot
-  uint64_t size;  // payload bytes
-  MessageMeta meta;
-  uint8_t pad[16];
-};
-static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
-
-size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
-
-size_t pageBytes() {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
-size_t slotStride(size_t slotBytes) { return roundUp(kSlotHeaderBytes + slotBytes, 128); }
-size_t ringBytes(const EndpointConfig& c) {
-  return kControlBytes + static_cast<size_t>(c.slots) * slotStride(c.slotBytes);
-}
-size_t peerRegionBytes(const EndpointConfig& c) {
-  return roundUp(static_cast<size_t>(c.channels) * ringBytes(c), pageBytes());
-}
 
 std::string sanitize(const std::string& text) {
   std::string out;
@@ -81,11 +29,6 @@ std::string sanitize(const std::string& text) {
     out += ok ? ch : '_';
   }
   return out.substr(0, 200);
-}
-
-template <typename T>
-std::atomic_ref<T> atom(T& value) {
-  return std::atomic_ref<T>(value);
 }
 
 // Reads a peer key from kv, turning a timeout into one that names the rank, peer and step.
@@ -113,119 +56,35 @@ bool processGone(pid_t pid) {
   return state == 'Z' || state == 'X';
 }
 
+// Identifies this process's pid namespace (0 when unknown).
+uint64_t pidNamespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// Inboxes are sparse, so creating them always works, but touching a page when /dev/shm is full
+// kills the process with SIGBUS (docker's default /dev/shm is 64 MiB). Say so up front, once per
+// host group (from its lowest shm rank).
+void warnIfShmSmall(const EndpointConfig& config, size_t inboxBytes) {
+  for (int p = 0; p < config.rank; ++p) {
+    if (config.peerKinds[p] == Kind::kShm) return;
+  }
+  int ranks = 1;
+  for (Kind kind : config.peerKinds) ranks += kind == Kind::kShm ? 1 : 0;
+  struct statvfs fs {};
+  if (statvfs("/dev/shm", &fs) != 0) return;
+  double freeMiB = static_cast<double>(fs.f_bavail) * fs.f_frsize / (1 << 20);
+  double needMiB = static_cast<double>(inboxBytes) * ranks / (1 << 20);
+  if (freeMiB < needMiB) {
+    BRAID_WARN(
+        "rank {}: /dev/shm has {:.0f} MiB free but the {} shm inboxes of this host may grow to "
+        "{:.0f} MiB; if it fills, ranks die with SIGBUS (enlarge it, e.g. docker --shm-size, or "
+        "use fewer channels/slots/smaller BRAID_CHUNK, or BRAID_TRANSPORT=tcp)",
+        config.rank, freeMiB, ranks, needMiB);
+  }
+}
+
 }  // namespace
-
-struct InboxHeader {
-  uint64_t magic;
-  uint32_t version;
-  int32_t rank;
-  int32_t size;
-  int32_t channels;
-  int32_t slots;
-  int32_t pad0;
-  uint64_t slotBytes;
-  uint64_t totalBytes;
-  int64_t pid;
-  alignas(128) Doorbell doorbell;
-  alignas(128) AbortRecord abort;
-  alignas(128) uint64_t ringOffset0;  // first of `size` entries
-
-  uint64_t* ringOffsets() { return &ringOffset0; }
-};
-
-class ShmSendChannel final : public SendChannel {
- public:
-  ShmSendChannel(char* ring, const EndpointConfig& c, Doorbell* receiverBell, int peer)
-      : control_(reinterpret_cast<uint64_t*>(ring)),
-        slots_(ring + kControlBytes),
-        stride_(slotStride(c.slotBytes)),
-        slotBytes_(c.slotBytes),
-        k_(static_cast<uint64_t>(c.slots)),
-        bell_(receiverBell),
-        peer_(peer) {}
-
-  void* tryAcquire() override {
-    if (sent_ - consumed_ >= k_) {
-      consumed_ = atom(*control_).load(std::memory_order_acquire);
-      if (sent_ - consumed_ >= k_) return nullptr;
-    }
-    return slots_ + (sent_ % k_) * stride_ + kSlotHeaderBytes;
-  }
-
-  void post(size_t bytes, const MessageMeta& meta) override {
-    BRAID_ENFORCE(bytes <= slotBytes_, ErrorCode::kInvalidUsage,
-                  "shm post to peer {}: {} bytes exceed the slot size {}", peer_, bytes,
-                  slotBytes_);
-    BRAID_ENFORCE(sent_ - consumed_ < k_, ErrorCode::kInvalidUsage,
-                  "shm post to peer {} without a slot from tryAcquire()", peer_);
-    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (sent_ % k_) * stride_);
-    slot->size = bytes;
-    slot->meta = meta;
-    ++sent_;
-    atom(slot->seq).store(sent_, std::memory_order_release);
-    ringDoorbellIfSleeping(*bell_);
-  }
-
-  size_t slotBytes() const override { return slotBytes_; }
-  int peer() const override { return peer_; }
-
- private:
-  uint64_t* control_;  // the receiver's consumed counter
-  char* slots_;
-  size_t stride_;
-  size_t slotBytes_;
-  uint64_t k_;
-  Doorbell* bell_;
-  int peer_;
-  uint64_t sent_ = 0;      // messages posted
-  uint64_t consumed_ = 0;  // last seen value of *control_
-};
-
-class ShmRecvChannel final : public RecvChannel {
- public:
-  ShmRecvChannel(char* ring, const EndpointConfig& c, Doorbell* senderBell, int peer)
-      : control_(reinterpret_cast<uint64_t*>(ring)),
-        slots_(ring + kControlBytes),
-        stride_(slotStride(c.slotBytes)),
-        slotBytes_(c.slotBytes),
-        k_(static_cast<uint64_t>(c.slots)),
-        bell_(senderBell),
-        peer_(peer) {}
-
-  const void* tryPeek(size_t* bytes, MessageMeta* meta) override {
-    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
-    if (atom(slot->seq).load(std::memory_order_acquire) != head_ + 1) return nullptr;
-    size_t size = slot->size;
-    BRAID_ENFORCE(size <= slotBytes_, ErrorCode::kRemoteError,
-                  "shm recv from peer {}: message of {} bytes exceeds the slot size {}", peer_,
-                  size, slotBytes_);
-    if (bytes != nullptr) *bytes = size;
-    if (meta != nullptr) *meta = slot->meta;
-    return reinterpret_cast<char*>(slot) + kSlotHeaderBytes;
-  }
-
-  void release() override {
-    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
-    BRAID_ENFORCE(atom(slot->seq).load(std::memory_order_acquire) == head_ + 1,
-                  ErrorCode::kInvalidUsage, "shm release from peer {} with no message peeked",
-                  peer_);
-    ++head_;
-    atom(*control_).store(head_, std::memory_order_release);
-    ringDoorbellIfSleeping(*bell_);
-  }
-
-  int peer() const override { return peer_; }
-
- private:
-  uint64_t* control_;
-  char* slots_;
-  size_t stride_;
-  size_t slotBytes_;
-  uint64_t k_;
-  Doorbell* bell_;
-  int peer_;
-  uint64_t head_ = 0;  // messages released
-};
 
 // A segment of the same name whose owner died (a crashed run that reused the jobId) is
 // removed so that the new run can start; one of a live process is left alone.
@@ -238,7 +97,8 @@ bool ShmTransport::removeStaleSegment(const std::string& name) {
     void* base = mmap(nullptr, sizeof(InboxHeader), PROT_READ, MAP_SHARED, fd, 0);
     if (base != MAP_FAILED) {
       auto* h = static_cast<const InboxHeader*>(base);
-      stale = h->magic == kMagic && processGone(static_cast<pid_t>(h->pid));
+      stale = h->magic == kMagic && h->pidNamespace == pidNamespace() &&
+              processGone(static_cast<pid_t>(h->pid));
       munmap(base, sizeof(InboxHeader));
     }
   }
@@ -267,15 +127,16 @@ ShmTransport::ShmTransport(const EndpointConfig& config, KeyValue& kv)
     total += peerRegionBytes(config);
   }
 
+  warnIfShmSmall(config, total);
   int fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0 && errno == EEXIST && removeStaleSegment(name_)) {
     fd = shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   }
   if (fd < 0) {
     int err = errno;
-    failErrno(fmt::format("rank {}: shm_open('{}') for its inbox (jobId reused?)", config.rank,
-                          name_),
-              err);
+    failErrno(
+        fmt::format("rank {}: shm_open('{}') for its inbox (jobId reused?)", config.rank, name_),
+        err);
   }
   if (ftruncate(fd, static_cast<off_t>(total)) != 0) {
     int err = errno;
@@ -313,6 +174,7 @@ void ShmTransport::initInbox(const std::vector<uint64_t>& offsets) {
   h->slotBytes = config.slotBytes;
   h->totalBytes = own_.bytes;
   h->pid = getpid();
+  h->pidNamespace = pidNamespace();
   for (int p = 0; p < config.size; ++p) h->ringOffsets()[p] = offsets[p];
   h->size = config.size;
 }
@@ -338,11 +200,16 @@ void ShmTransport::mapPeers(KeyValue& kv, Deadline deadline) {
   recvs_.resize(static_cast<size_t>(config_.size) * channels);
   for (int p = 0; p < config_.size; ++p) {
     if (p == rank || config_.peerKinds[p] != Kind::kShm) continue;
-    std::string name = getPeerKey(kv, fmt::format("{}/shm/{}", config_.jobId, p), deadline, rank,
-                                  p, "publish its shm inbox");
+    std::string name = getPeerKey(kv, fmt::format("{}/shm/{}", config_.jobId, p), deadline, rank, p,
+                                  "publish its shm inbox");
     int fd = shm_open(name.c_str(), O_RDWR, 0);
     if (fd < 0) {
-      failErrno(fmt::format("rank {}: shm_open('{}') of peer {}'s inbox", rank, name, p), errno);
+      int err = errno;
+      BRAID_ENFORCE(err != ENOENT, ErrorCode::kRemoteError,
+                    "rank {}: peer {}'s shm inbox '{}' is gone before this rank mapped it (the "
+                    "peer failed or exited during connect)",
+                    rank, p, name);
+      failErrno(fmt::format("rank {}: shm_open('{}') of peer {}'s inbox", rank, name, p), err);
     }
     struct stat st {};
     if (fstat(fd, &st) != 0) {
@@ -357,29 +224,28 @@ void ShmTransport::mapPeers(KeyValue& kv, Deadline deadline) {
     int err = errno;
     close(fd);
     if (base == MAP_FAILED) {
-      failErrno(fmt::format("rank {}: mmap of peer {}'s inbox '{}' ({} bytes)", rank, p, name,
-                            bytes),
-                err);
+      failErrno(
+          fmt::format("rank {}: mmap of peer {}'s inbox '{}' ({} bytes)", rank, p, name, bytes),
+          err);
     }
     peers_[p] = {base, bytes};
     auto* h = static_cast<InboxHeader*>(base);
-    BRAID_ENFORCE(h->magic == kMagic && h->version == kVersion && h->rank == p &&
-                      h->totalBytes == bytes,
-                  ErrorCode::kInvalidUsage,
-                  "rank {}: peer {}'s shm inbox '{}' is not a braid v{} inbox of that rank", rank,
-                  p, name, kVersion);
-    BRAID_ENFORCE(h->size == config_.size && h->channels == channels &&
-                      h->slots == config_.slots && h->slotBytes == config_.slotBytes,
+    BRAID_ENFORCE(
+        h->magic == kMagic && h->version == kVersion && h->rank == p && h->totalBytes == bytes,
+        ErrorCode::kInvalidUsage,
+        "rank {}: peer {}'s shm inbox '{}' is not a braid v{} inbox of that rank", rank, p, name,
+        kVersion);
+    BRAID_ENFORCE(h->size == config_.size && h->channels == channels && h->slots == config_.slots &&
+                      h->slotBytes == config_.slotBytes,
                   ErrorCode::kInvalidUsage,
                   "rank {}: peer {} disagrees on the shm config: size {} vs {}, channels {} vs {}, "
                   "slots {} vs {}, slotBytes {} vs {}",
                   rank, p, h->size, config_.size, h->channels, channels, h->slots, config_.slots,
                   h->slotBytes, config_.slotBytes);
     uint64_t toPeer = h->ringOffsets()[rank];
-    BRAID_ENFORCE(toPeer != 0 && toPeer + peerRegionBytes(config_) <= bytes,
-                  ErrorCode::kInvalidUsage,
-                  "rank {}: uses shm towards peer {}, but peer {} does not use shm towards it", rank,
-                  p, p);
+    BRAID_ENFORCE(
+        toPeer != 0 && toPeer + peerRegionBytes(config_) <= bytes, ErrorCode::kInvalidUsage,
+        "rank {}: uses shm towards peer {}, but peer {} does not use shm towards it", rank, p, p);
     uint64_t fromPeer = header(rank)->ringOffsets()[p];
     for (int c = 0; c < channels; ++c) {
       char* out = static_cast<char*>(base) + toPeer + c * ringBytes(config_);
@@ -392,13 +258,24 @@ void ShmTransport::mapPeers(KeyValue& kv, Deadline deadline) {
 }
 
 void ShmTransport::unlinkWhenMapped(KeyValue& kv, Deadline deadline) {
-  for (int p = 0; p < config_.size; ++p) {
-    if (p == config_.rank || config_.peerKinds[p] != Kind::kShm) continue;
-    getPeerKey(kv, fmt::format("{}/mapped/{}", config_.jobId, p), deadline, config_.rank, p,
-               "map the shm inboxes");
-  }
-  if (shm_unlink(name_.c_str()) != 0) {
-    BRAID_WARN("rank {}: shm_unlink('{}'): {}", config_.rank, name_, strerror(errno));
+  // Every rank unlinks every inbox it knows (its own and its shm peers') as soon as all ranks
+  // that map that inbox (its ring table names them) said they mapped it. So the names are gone
+  // once the first rank gets here, even if the owner dies right after.
+  std::vector<bool> mapped(config_.size, false);
+  mapped[config_.rank] = true;
+  for (int owner = 0; owner < config_.size; ++owner) {
+    if (owner != config_.rank && peers_[owner].base == nullptr) continue;
+    const uint64_t* table = header(owner)->ringOffsets();
+    for (int q = 0; q < config_.size; ++q) {
+      if (table[q] == 0 || mapped[q]) continue;
+      getPeerKey(kv, fmt::format("{}/mapped/{}", config_.jobId, q), deadline, config_.rank, q,
+                 "map the shm inboxes");
+      mapped[q] = true;
+    }
+    std::string name = segmentName(config_.jobId, owner);
+    if (shm_unlink(name.c_str()) != 0 && errno != ENOENT) {
+      BRAID_WARN("rank {}: shm_unlink('{}'): {}", config_.rank, name, strerror(errno));
+    }
   }
   unlinked_ = true;
 }
@@ -416,7 +293,11 @@ RecvChannel& ShmTransport::recv(int peer, int channel) {
 bool ShmTransport::peerAlive(int peer) {
   if (dead_[peer]) return false;
   if (peers_[peer].base == nullptr) return true;
-  pid_t pid = static_cast<pid_t>(header(peer)->pid);
+  const InboxHeader* h = header(peer);
+  // Another pid namespace (containers sharing /dev/shm): its pid cannot be checked from here,
+  // so only the caller's timeout catches that peer's death.
+  if (h->pidNamespace != header(config_.rank)->pidNamespace) return true;
+  pid_t pid = static_cast<pid_t>(h->pid);
   if (pid == getpid()) return true;  // ranks as threads of this process
   bool dead = processGone(pid);
   if (dead) dead_[peer] = true;

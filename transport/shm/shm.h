@@ -21,7 +21,8 @@ class ShmRecvChannel;
 /// steps so that the caller can interleave them with other transports:
 ///   ShmTransport(config, kv)  creates and publishes the inbox "/braid-<jobId>-<rank>";
 ///   mapPeers(kv, deadline)    maps every shm peer's inbox and announces "<jobId>/mapped/<rank>";
-///   unlinkWhenMapped(...)     waits until every shm peer mapped this inbox, then unlinks it.
+///   unlinkWhenMapped(...)     unlinks this inbox and the shm peers' ones as soon as every rank
+///                             that maps each of them announced it (whoever gets there first).
 /// The destructor unmaps everything and unlinks the inbox if that had not happened yet.
 class ShmTransport {
  public:

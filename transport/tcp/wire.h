@@ -17,7 +17,7 @@ inline constexpr uint64_t kHelloMagic = 0x3163746469617262ull;  // "braidtc1"
 inline constexpr uint64_t kAckMagic = 0x316b636469617262ull;    // "braidck1"
 inline constexpr uint32_t kProtocolVersion = 1;
 inline constexpr uint32_t kMaxHandshakeString = 1024;  ///< bound on jobId and secret lengths
-inline constexpr uint32_t kMaxAbortReason = 256;
+inline constexpr uint32_t kMaxAbortReason = 1024;
 
 struct Hello {
   uint64_t magic = kHelloMagic;

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Runs a braid *_perf binary under mpirun with --baseline mpi several times and prints the
+median per size: braid time/busbw, MPI time/busbw, the ratio, and the memory-bandwidth bound.
+
+  bench/host/compare_mpi.py --ranks 2 --runs 3 -b 8 -e 256M -f 2 [--bench all_reduce_perf]
+                            [--copy-gbps X] [--extra "-z 1"] [--out results.md]
+
+The bound: every rank must read its input and write its output once (2*S bytes per rank for
+all_reduce); over the copy bandwidth measured alongside (micro_kernels memcpy 64MiB, bytes read
+plus written), all ranks moving at once (they share the memory system).
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+def run_once(args, build, out_json):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "-np", str(args.ranks), "--oversubscribe", "--mca", "btl", "self,vader"]
+    if args.ranks > os.cpu_count():
+        cmd += ["--bind-to", "none"]
+    cmd += [os.path.join(build, "bench", args.bench), "-b", args.b, "-e", args.e, "-f", args.f,
+            "-w", str(args.warmup), "-n", str(args.iters), "--baseline", "mpi", "-J", out_json]
+    cmd += args.extra.split()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"run failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    with open(out_json) as f:
+        return json.load(f), " ".join(cmd)
+
+def copy_gbps(build):
+    r = subprocess.run([os.path.join(build, "bench", "micro_kernels"),
+                        "--benchmark_filter=^memcpy/64MiB$", "--benchmark_format=json",
+                        "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true"],
+                       capture_output=True, text=True, check=True)
+    data = json.loads(r.stdout)
+    for b in data["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            return b["bytes_per_second"] / 1e9
+    return data["benchmarks"][0]["bytes_per_second"] / 1e9
+
+def human(n):
+    for unit, s in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= s and n % s == 0:
+            return f"{n // s}{unit}"
+    return f"{n}"
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--bench", default="all_reduce_perf")
+    p.add_argument("-b", default="8"); p.add_argument("-e", default="256M"); p.add_argument("-f", default="2")
+    p.add_argument("--warmup", type=int, default=3); p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--extra", default="")
+    p.add_argument("--build", default="build")
+    p.add_argument("--copy-gbps", type=float, default=0)
+    p.add_argument("--out", default="")
+    args = p.parse_args()
+    gbps = args.copy_gbps or copy_gbps(args.build)
+    runs, command = [], ""
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            data, command = run_once(args, args.build, os.path.join(tmp, f"r{i}.json"))
+            runs.append(data)
+    n = args.ranks
+    lines = [f"`{command}` x {args.runs}, median per size; copy bandwidth {gbps:.1f} GB/s "
+             f"(memcpy 64 MiB, read+write)", "",
+             "| size | braid us | braid busbw | MPI us | MPI busbw | braid/MPI | bound us | of bound |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for i, row in enumerate(runs[0]["rows"]):
+        size = row["size"]
+        t = statistics.median(r["rows"][i]["out_of_place"]["time_us"] for r in runs)
+        bw = statistics.median(r["rows"][i]["out_of_place"]["busbw"] for r in runs)
+        mt = statistics.median(r["rows"][i]["baseline"]["time_us"] for r in runs)
+        mbw = statistics.median(r["rows"][i]["baseline"]["busbw"] for r in runs)
+        # Each rank reads its input and writes its output once; all ranks share the memory.
+        bound_us = (2 * size * n) / (gbps * 1e9) * 1e6
+        lines.append(f"| {human(size)} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
+                     f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write(text + "\n\n")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+// The shared-memory layout and the channel objects over it (internal to transport/shm).
+//
+// Layout: each rank r owns ONE segment, its inbox "/braid-<jobId>-<r>", that shm peers write into:
+//
+//   page 0    InboxHeader: identity (magic, version, rank, size, channels, slots, slotBytes,
+//             pid and pid namespace, for peerAlive)
+//             | Doorbell (word + sleeping flag, own 128-byte pair of lines)
+//             | AbortRecord (state, peer rank, reason; first writer wins)
+//             | ringOffset[size]: where the rings from each peer start (0 = not a shm peer)
+//   per shm peer p (page aligned), per channel c: one ring
+//             RingControl (consumed counter written by r, read by p; own 128-byte pair)
+//             K slots, each: SlotHeader (seq, size, meta: 48 bytes) at a 128-byte boundary,
+//             payload right after it at +64, so an 8-byte message is one pair of adjacent lines.
+//
+// The sender p writes payload, size and meta into slot n % K, then stores seq = n + 1 (release);
+// the receiver r waits for seq == head + 1 (acquire) and, on release, stores consumed = head + 1
+// (release), which the sender reads only when it believes the ring full. Both then ring the
+// other's doorbell if its sleeping flag is set (see transport/doorbell.h).
+//
+// The segment is sparse: ftruncate allocates nothing, and slot pages are touched only once a
+// message uses them. An inbox's name is unlinked as soon as every rank that maps it announced
+// (kv "<jobId>/mapped/<rank>") that it did, by whichever of those ranks gets there first; the
+// owner's destructor unlinks it in any case.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "transport/doorbell.h"
+#include "transport/transport.h"
+
+namespace braid::transport::shm {
+
+inline constexpr uint64_t kMagic = 0x316d736469617262ull;  // "braidsm1"
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kReasonBytes = 1016;  // with state and rank: 1 KiB
+inline constexpr size_t kSlotHeaderBytes = 64;
+inline constexpr size_t kControlBytes = 128;
+
+struct AbortRecord {
+  uint32_t state;  // 0 empty, 1 being written, 2 published
+  int32_t rank;
+  char reason[kReasonBytes];
+};
+
+struct SlotHeader {
+  uint64_t seq;   // n + 1 once message n is in this slot
+  uint64_t size;  // payload bytes
+  MessageMeta meta;
+  uint8_t pad[16];
+};
+static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
+
+inline size_t roundUp(size_t value, size_t to) { return (value + to - 1) / to * to; }
+
+inline size_t pageBytes() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+inline size_t slotStride(size_t slotBytes) { return roundUp(kSlotHeaderBytes + slotBytes, 128); }
+inline size_t ringBytes(const EndpointConfig& c) {
+  return kControlBytes + static_cast<size_t>(c.slots) * slotStride(c.slotBytes);
+}
+inline size_t peerRegionBytes(const EndpointConfig& c) {
+  return roundUp(static_cast<size_t>(c.channels) * ringBytes(c), pageBytes());
+}
+
+template <typename T>
+inline std::atomic_ref<T> atom(T& value) {
+  return std::atomic_ref<T>(value);
+}
+
+struct InboxHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t rank;
+  int32_t size;
+  int32_t channels;
+  int32_t slots;
+  int32_t pad0;
+  uint64_t slotBytes;
+  uint64_t totalBytes;
+  int64_t pid;
+  uint64_t pidNamespace;  // a pid means nothing to a rank in another pid namespace
+  alignas(128) Doorbell doorbell;
+  alignas(128) AbortRecord abort;
+  alignas(128) uint64_t ringOffset0;  // first of `size` entries
+
+  uint64_t* ringOffsets() { return &ringOffset0; }
+};
+
+class ShmSendChannel final : public SendChannel {
+ public:
+  ShmSendChannel(char* ring, const EndpointConfig& c, Doorbell* receiverBell, int peer)
+      : control_(reinterpret_cast<uint64_t*>(ring)),
+        slots_(ring + kControlBytes),
+        stride_(slotStride(c.slotBytes)),
+        slotBytes_(c.slotBytes),
+        k_(static_cast<uint64_t>(c.slots)),
+        bell_(receiverBell),
+        peer_(peer) {}
+
+  void* tryAcquire() override {
+    if (sent_ - consumed_ >= k_) {
+      consumed_ = atom(*control_).load(std::memory_order_acquire);
+      if (sent_ - consumed_ >= k_) return nullptr;
+    }
+    return slots_ + (sent_ % k_) * stride_ + kSlotHeaderBytes;
+  }
+
+  void post(size_t bytes, const MessageMeta& meta) override {
+    BRAID_ENFORCE(bytes <= slotBytes_, ErrorCode::kInvalidUsage,
+                  "shm post to peer {}: {} bytes exceed the slot size {}", peer_, bytes,
+                  slotBytes_);
+    BRAID_ENFORCE(sent_ - consumed_ < k_, ErrorCode::kInvalidUsage,
+                  "shm post to peer {} without a slot from tryAcquire()", peer_);
+    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (sent_ % k_) * stride_);
+    slot->size = bytes;
+    slot->meta = meta;
+    ++sent_;
+    atom(slot->seq).store(sent_, std::memory_order_release);
+    ringDoorbellIfSleeping(*bell_);
+  }
+
+  size_t slotBytes() const override { return slotBytes_; }
+  int peer() const override { return peer_; }
+
+ private:
+  uint64_t* control_;  // the receiver's consumed counter
+  char* slots_;
+  size_t stride_;
+  size_t slotBytes_;
+  uint64_t k_;
+  Doorbell* bell_;
+  int peer_;
+  uint64_t sent_ = 0;      // messages posted
+  uint64_t consumed_ = 0;  // last seen value of *control_
+};
+
+class ShmRecvChannel final : public RecvChannel {
+ public:
+  ShmRecvChannel(char* ring, const EndpointConfig& c, Doorbell* senderBell, int peer)
+      : control_(reinterpret_cast<uint64_t*>(ring)),
+        slots_(ring + kControlBytes),
+        stride_(slotStride(c.slotBytes)),
+        slotBytes_(c.slotBytes),
+        k_(static_cast<uint64_t>(c.slots)),
+        bell_(senderBell),
+        peer_(peer) {}
+
+  const void* tryPeek(size_t* bytes, MessageMeta* meta) override {
+    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
+    if (atom(slot->seq).load(std::memory_order_acquire) != head_ + 1) return nullptr;
+    size_t size = slot->size;
+    BRAID_ENFORCE(size <= slotBytes_, ErrorCode::kRemoteError,
+                  "shm recv from peer {}: message of {} bytes exceeds the slot size {}", peer_,
+                  size, slotBytes_);
+    if (bytes != nullptr) *bytes = size;
+    if (meta != nullptr) *meta = slot->meta;
+    return reinterpret_cast<char*>(slot) + kSlotHeaderBytes;
+  }
+
+  void release() override {
+    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
+    BRAID_ENFORCE(atom(slot->seq).load(std::memory_order_acquire) == head_ + 1,
+                  ErrorCode::kInvalidUsage, "shm release from peer {} with no message peeked",
+                  peer_);
+    ++head_;
+    atom(*control_).store(head_, std::memory_order_release);
+    ringDoorbellIfSleeping(*bell_);
+  }
+
+  int peer() const override { return peer_; }
+
+ private:
+  uint64_t* control_;
+  char* slots_;
+  size_t stride_;
+  size_t slotBytes_;
+  uint64_t k_;
+  Doorbell* bell_;
+  int peer_;
+  uint64_t head_ = 0;  // messages released
+};
+
+}  // namespace braid::transport::shm

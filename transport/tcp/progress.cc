@@ -1,0 +1,381 @@
+// The tcp progress thread: writes posted slots and credits, reads frames into the receivers'
+// slots, rings the doorbell, and on destruction drains, half-closes and waits (bounded) for the
+// peers' acknowledgement before the sockets close.
+#include <linux/sockios.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "transport/tcp/link.h"
+#include "transport/tcp/tcp.h"
+
+namespace braid::transport::tcp {
+
+namespace {
+
+constexpr double kDrainSeconds = 1;     // destructor: flushing posted messages
+constexpr double kLingerSeconds = 0.5;  // destructor: waiting for the peers' acks
+constexpr int kSpinPolls = 100;         // non-blocking polls before the thread sleeps
+constexpr int kSleepMillis = 100;
+
+}  // namespace
+
+bool TcpTransport::flushOut(PeerLink& link) {
+  std::lock_guard<std::mutex> lock(link.mutex);
+  return flushOutLocked(link);
+}
+
+bool TcpTransport::flushOutLocked(PeerLink& link) {
+  if (!link.alive.load(std::memory_order_relaxed) || link.finSent) return false;
+  const int channels = config_.channels;
+  bool did = false;
+  for (int c = 0; c < channels; ++c) {
+    TcpRecvChannel& rc = *recvs_[link.rank * channels + c];
+    uint64_t released = rc.released_.load(std::memory_order_acquire);
+    if (released - rc.creditsSent_.load(std::memory_order_relaxed) >= rc.creditBatch_) {
+      FrameHeader credit;
+      credit.type = kCredit;
+      credit.channel = static_cast<uint32_t>(c);
+      credit.length = released;
+      link.control.append(reinterpret_cast<const char*>(&credit), sizeof credit);
+      rc.creditsSent_.store(released, std::memory_order_relaxed);
+    }
+  }
+  bool blocked = false;
+  while (!blocked) {
+    if (!link.inFrame && link.controlOff < link.control.size()) {
+      ssize_t n = ::send(link.fd, link.control.data() + link.controlOff,
+                         link.control.size() - link.controlOff, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          blocked = true;
+        } else if (errno != EINTR) {
+          markDead(link, errnoText(errno), false);
+          return true;
+        }
+        continue;
+      }
+      did = true;
+      link.controlOff += static_cast<size_t>(n);
+      if (link.controlOff == link.control.size()) {
+        link.control.clear();
+        link.controlOff = 0;
+      }
+      continue;
+    }
+    if (!link.inFrame) {
+      for (int i = 0; i < channels && !link.inFrame; ++i) {
+        int c = (link.nextChannel + i) % channels;
+        TcpSendChannel& sc = *sends_[link.rank * channels + c];
+        if (sc.posted_.load(std::memory_order_acquire) > sc.written_) {
+          const SlotInfo& info = sc.info_[sc.written_ % sc.k_];
+          link.frame.type = kData;
+          link.frame.channel = static_cast<uint32_t>(c);
+          link.frame.length = info.size;
+          link.frame.meta = info.meta;
+          link.frameChannel = c;
+          link.frameOff = 0;
+          link.inFrame = true;
+        }
+      }
+      if (!link.inFrame) break;  // nothing to send
+    }
+    TcpSendChannel& sc = *sends_[link.rank * channels + link.frameChannel];
+    size_t total = sizeof(FrameHeader) + link.frame.length;
+    iovec iov[2];
+    int count = 0;
+    if (link.frameOff < sizeof(FrameHeader)) {
+      iov[count++] = {reinterpret_cast<char*>(&link.frame) + link.frameOff,
+                      sizeof(FrameHeader) - link.frameOff};
+      if (link.frame.length > 0) iov[count++] = {sc.slot(sc.written_), link.frame.length};
+    } else {
+      size_t off = link.frameOff - sizeof(FrameHeader);
+      iov[count++] = {sc.slot(sc.written_) + off, link.frame.length - off};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    ssize_t n = ::sendmsg(link.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        blocked = true;
+      } else if (errno != EINTR) {
+        markDead(link, errnoText(errno), false);
+        return true;
+      }
+      continue;
+    }
+    did = true;
+    link.frameOff += static_cast<size_t>(n);
+    if (link.frameOff == total) {
+      ++sc.written_;
+      link.inFrame = false;
+      link.nextChannel = (link.frameChannel + 1) % channels;
+    }
+  }
+  if (blocked != link.wantOut) {
+    link.wantOut = blocked;
+    epoll_event ev{};
+    ev.events = EPOLLIN | (blocked ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    ev.data.u64 = static_cast<uint64_t>(link.rank);
+    epoll_ctl(epollFd_, EPOLL_CTL_MOD, link.fd, &ev);
+  }
+  return did;
+}
+
+bool TcpTransport::readIn(PeerLink& link) {
+  const int channels = config_.channels;
+  bool did = false;
+  // Bounded so that one busy peer cannot starve the others.
+  for (int round = 0; round < 64 && link.alive.load(std::memory_order_relaxed); ++round) {
+    char* dst;
+    size_t want;
+    if (!link.inBody) {
+      dst = reinterpret_cast<char*>(&link.inHeader) + link.inHeaderGot;
+      want = sizeof(FrameHeader) - link.inHeaderGot;
+    } else {
+      dst = link.inDst + link.inBodyGot;
+      want = link.inHeader.length - link.inBodyGot;
+    }
+    ssize_t n = ::recv(link.fd, dst, want, MSG_DONTWAIT);
+    if (n == 0) {
+      markDead(link, "closed by the peer", false);
+      return true;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return did;
+      markDead(link, errnoText(errno), false);
+      return true;
+    }
+    did = true;
+    const FrameHeader& h = link.inHeader;
+    bool complete = false;
+    if (!link.inBody) {
+      link.inHeaderGot += static_cast<size_t>(n);
+      if (link.inHeaderGot < sizeof(FrameHeader)) continue;
+      link.inHeaderGot = 0;
+      if (h.type != kData && h.type != kCredit && h.type != kAbort) {
+        markDead(link, fmt::format("unknown frame type {}", h.type), true);
+        return true;
+      }
+      if (h.type != kAbort && h.channel >= static_cast<uint32_t>(channels)) {
+        markDead(link, fmt::format("frame for channel {} of {}", h.channel, channels), true);
+        return true;
+      }
+      if (h.type == kCredit) {
+        TcpSendChannel& sc = *sends_[link.rank * channels + h.channel];
+        // posted_, not written_: the writer may not have counted the frame yet when the
+        // credit for it is already back.
+        uint64_t posted = sc.posted_.load(std::memory_order_acquire);
+        if (h.length > posted || h.length < sc.credited_.load(std::memory_order_relaxed)) {
+          markDead(link,
+                   fmt::format("credit {} on channel {} outside [{}, {}]", h.length, h.channel,
+                               sc.credited_.load(std::memory_order_relaxed), posted),
+                   true);
+          return true;
+        }
+        sc.credited_.store(h.length, std::memory_order_release);
+        ringDoorbellIfSleeping(*doorbell_);
+        continue;
+      }
+      if (h.type == kAbort) {
+        if (h.length > kMaxAbortReason) {
+          markDead(link, fmt::format("abort reason of {} bytes", h.length), true);
+          return true;
+        }
+        link.reason.assign(h.length, '\0');
+        link.inDst = link.reason.data();
+      } else {
+        TcpRecvChannel& rc = *recvs_[link.rank * channels + h.channel];
+        if (h.length > rc.slotBytes_) {
+          markDead(link,
+                   fmt::format("frame of {} bytes on channel {} exceeds the slot size {}", h.length,
+                               h.channel, rc.slotBytes_),
+                   true);
+          return true;
+        }
+        uint64_t arrived = rc.arrived_.load(std::memory_order_relaxed);
+        if (arrived - rc.released_.load(std::memory_order_acquire) >= rc.k_) {
+          markDead(link,
+                   fmt::format("more than {} messages in flight on channel {}", rc.k_, h.channel),
+                   true);
+          return true;
+        }
+        if (!rc.buffer_) rc.buffer_.reset(new char[rc.k_ * rc.slotBytes_]);
+        link.inDst = rc.slot(arrived);
+      }
+      link.inBodyGot = 0;
+      link.inBody = h.length > 0;
+      complete = h.length == 0;
+    } else {
+      link.inBodyGot += static_cast<size_t>(n);
+      complete = link.inBodyGot == h.length;
+    }
+    if (!complete) continue;
+    link.inBody = false;
+    if (h.type == kAbort) {
+      recordAbort(link.rank, link.reason);
+      ringDoorbell(*doorbell_);
+    } else {
+      TcpRecvChannel& rc = *recvs_[link.rank * channels + h.channel];
+      uint64_t arrived = rc.arrived_.load(std::memory_order_relaxed);
+      rc.info_[arrived % rc.k_] = {h.length, h.meta};
+      rc.arrived_.store(arrived + 1, std::memory_order_release);
+      ringDoorbellIfSleeping(*doorbell_);
+    }
+  }
+  return did;
+}
+
+bool TcpTransport::hasLocalWork() {
+  if (abortRequested_.load(std::memory_order_relaxed) && !abortQueued_) return true;
+  const int channels = config_.channels;
+  for (auto& link : links_) {
+    if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->finSent || link->wantOut) continue;  // nothing to write, or waits for EPOLLOUT
+    if (link->inFrame || link->controlOff < link->control.size()) return true;
+    for (int c = 0; c < channels; ++c) {
+      TcpSendChannel& sc = *sends_[link->rank * channels + c];
+      if (sc.posted_.load(std::memory_order_relaxed) > sc.written_) return true;
+      TcpRecvChannel& rc = *recvs_[link->rank * channels + c];
+      if (rc.released_.load(std::memory_order_relaxed) -
+              rc.creditsSent_.load(std::memory_order_relaxed) >=
+          rc.creditBatch_) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool TcpTransport::hasPendingOutput() {
+  const int channels = config_.channels;
+  for (auto& link : links_) {
+    if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
+    std::lock_guard<std::mutex> lock(link->mutex);
+    if (link->finSent) continue;
+    if (link->inFrame || link->controlOff < link->control.size()) return true;
+    for (int c = 0; c < channels; ++c) {
+      TcpSendChannel& sc = *sends_[link->rank * channels + c];
+      if (sc.posted_.load(std::memory_order_acquire) > sc.written_) return true;
+    }
+  }
+  return abortRequested_.load() && !abortQueued_;
+}
+
+bool TcpTransport::progressOnce() {
+  bool did = false;
+  if (abortRequested_.load(std::memory_order_acquire) && !abortQueued_) {
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reason = abortReason_.substr(0, kMaxAbortReason);
+    }
+    FrameHeader frame;
+    frame.type = kAbort;
+    frame.length = reason.size();
+    for (auto& link : links_) {
+      if (!link) continue;
+      std::lock_guard<std::mutex> lock(link->mutex);
+      link->control.append(reinterpret_cast<const char*>(&frame), sizeof frame);
+      link->control += reason;
+    }
+    abortQueued_ = true;
+    did = true;
+  }
+  for (auto& link : links_) {
+    if (link) did |= flushOut(*link);
+  }
+  return did;
+}
+
+void TcpTransport::progressLoop() {
+  epoll_event events[64];
+  int idle = 0;
+  Clock::time_point drainUntil{};
+  Clock::time_point lingerUntil{};
+  bool lingering = false;
+  while (true) {
+    bool stop = stopping_.load(std::memory_order_acquire);
+    if (stop) {
+      auto now = Clock::now();
+      if (drainUntil == Clock::time_point{}) {
+        drainUntil = now + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(kDrainSeconds));
+      }
+      if (!lingering && (!hasPendingOutput() || now >= drainUntil)) {
+        // Everything posted is in the socket: half-close, then wait (bounded) until the peers
+        // have it, so that unread incoming data cannot turn our close into a reset that
+        // discards our unsent tail.
+        for (auto& link : links_) {
+          if (link && link->alive.load()) {
+            std::lock_guard<std::mutex> lock(link->mutex);
+            shutdown(link->fd, SHUT_WR);
+            link->finSent = true;
+          }
+        }
+        lingering = true;
+        lingerUntil = now + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(kLingerSeconds));
+      }
+      if (lingering) {
+        // Done once the peers acknowledged every byte we sent: a reset after that no longer
+        // loses anything (it purges our send queue, not the data in their receive queue).
+        bool unacked = false;
+        for (auto& link : links_) {
+          int outq = 0;
+          if (link && link->alive.load() && ioctl(link->fd, SIOCOUTQ, &outq) == 0 && outq > 0) {
+            unacked = true;
+          }
+        }
+        if (!unacked || now >= lingerUntil) break;
+      }
+    }
+    int timeout = 0;
+    if (idle >= kSpinPolls) {
+      progressSleeping_.store(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // Dekker with wakeProgress()
+      if (!hasLocalWork() && !stopping_.load()) timeout = kSleepMillis;
+      if (stop) timeout = 10;
+    }
+    int n = epoll_wait(epollFd_, events, 64, timeout);
+    progressSleeping_.store(0, std::memory_order_relaxed);
+    bool did = false;
+    for (int i = 0; i < n; ++i) {
+      uint64_t id = events[i].data.u64;
+      if (id == UINT64_MAX) {
+        uint64_t value;
+        while (read(eventFd_, &value, sizeof value) > 0) {
+        }
+        continue;
+      }
+      PeerLink& link = *links_[id];
+      if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        if (lingering) {
+          // Draining: discard whatever still arrives, just notice the close.
+          char sink[4096];
+          ssize_t got = ::recv(link.fd, sink, sizeof sink, MSG_DONTWAIT);
+          if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+            markDead(link, "closed", false);
+          }
+          did = true;
+        } else {
+          did |= readIn(link);
+        }
+      }
+      if ((events[i].events & EPOLLOUT) && link.alive.load()) {
+        did |= flushOut(link);  // also drops EPOLLOUT once the socket takes everything
+      }
+    }
+    if (!lingering) did |= progressOnce();
+    idle = did ? 0 : idle + 1;
+  }
+}
+
+}  // namespace braid::transport::tcp
