@@ -87,7 +87,8 @@ struct CommState {
   std::deque<std::shared_ptr<Request::Op>> queue;
   bool busy = false;
   bool stopping = false;
-  int waiters = 0;  // threads inside helpUntilDone
+  int waiters = 0;             // threads inside helpUntilDone
+  bool workerParked = false;   // the progress thread sleeps until notified
   std::thread worker;
 
   // Set by the first failure; every later call fails with it.
