@@ -17,10 +17,11 @@
 // (release), which the sender reads only when it believes the ring full. Both then ring the
 // other's doorbell if its sleeping flag is set (see transport/doorbell.h).
 //
-// The segment is sparse: ftruncate allocates nothing, and slot pages are touched only once a
-// message uses them. An inbox's name is unlinked as soon as every rank that maps it announced
-// (kv "<jobId>/mapped/<rank>") that it did, by whichever of those ranks gets there first; the
-// owner's destructor unlinks it in any case.
+// The segment is sparse: ftruncate allocates nothing; connect() faults in each slot's first page
+// (header and the first payload bytes, so small messages never fault) and the rest of a slot
+// only once a message uses it. An inbox's name is unlinked as soon as every rank that maps it
+// announced (kv "<jobId>/mapped/<rank>") that it did, by whichever of those ranks gets there first;
+// the owner's destructor unlinks it in any case.
 #pragma once
 
 #include <unistd.h>
@@ -102,7 +103,11 @@ class ShmSendChannel final : public SendChannel {
         slotBytes_(c.slotBytes),
         k_(static_cast<uint64_t>(c.slots)),
         bell_(receiverBell),
-        peer_(peer) {}
+        peer_(peer) {
+    // Fault in every slot's first page now (the sender owns size and meta), so the first
+    // messages of a job do not each pay a page fault in both processes.
+    for (uint64_t i = 0; i < k_; ++i) reinterpret_cast<SlotHeader*>(slots_ + i * stride_)->size = 0;
+  }
 
   void* tryAcquire() override {
     if (sent_ - consumed_ >= k_) {
@@ -150,7 +155,14 @@ class ShmRecvChannel final : public RecvChannel {
         slotBytes_(c.slotBytes),
         k_(static_cast<uint64_t>(c.slots)),
         bell_(senderBell),
-        peer_(peer) {}
+        peer_(peer) {
+    // Map every slot's first page now (see ShmSendChannel); reading is enough for shmem.
+    atom(*control_).load(std::memory_order_relaxed);
+    for (uint64_t i = 0; i < k_; ++i) {
+      atom(reinterpret_cast<SlotHeader*>(slots_ + i * stride_)->seq)
+          .load(std::memory_order_relaxed);
+    }
+  }
 
   const void* tryPeek(size_t* bytes, MessageMeta* meta) override {
     auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
