@@ -17,15 +17,16 @@
 // (release), which the sender reads only when it believes the ring full. Both then ring the
 // other's doorbell if its sleeping flag is set (see transport/doorbell.h).
 //
-// The segment is sparse: ftruncate allocates nothing; connect() faults in each slot's first page
-// (header and the first payload bytes, so small messages never fault) and the rest of a slot
-// only once a message uses it. An inbox's name is unlinked as soon as every rank that maps it
+// The segment is sparse: ftruncate allocates nothing; connect() faults in each slot's header and
+// first 64 KiB (so latency-bound messages never fault) and the rest of a slot only once a message
+// uses it. An inbox's name is unlinked as soon as every rank that maps it
 // announced (kv "<jobId>/mapped/<rank>") that it did, by whichever of those ranks gets there first;
 // the owner's destructor unlinks it in any case.
 #pragma once
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -70,6 +71,10 @@ inline size_t peerRegionBytes(const EndpointConfig& c) {
   return roundUp(static_cast<size_t>(c.channels) * ringBytes(c), pageBytes());
 }
 
+/// How much of each slot connect() faults in: what latency-bound messages use.
+inline constexpr size_t kPrefaultBytes = 64 << 10;
+inline size_t prefaultBytes(size_t slotBytes) { return std::min(slotBytes, kPrefaultBytes); }
+
 template <typename T>
 inline std::atomic_ref<T> atom(T& value) {
   return std::atomic_ref<T>(value);
@@ -104,9 +109,16 @@ class ShmSendChannel final : public SendChannel {
         k_(static_cast<uint64_t>(c.slots)),
         bell_(receiverBell),
         peer_(peer) {
-    // Fault in every slot's first page now (the sender owns size and meta), so the first
-    // messages of a job do not each pay a page fault in both processes.
-    for (uint64_t i = 0; i < k_; ++i) reinterpret_cast<SlotHeader*>(slots_ + i * stride_)->size = 0;
+    // Fault in the first kPrefaultBytes of every slot now (the sender owns size, meta and
+    // payload until it posts), so the messages of a job's first iterations do not each pay page
+    // faults in both processes; beyond that a slot's pages fault once, on first use.
+    for (uint64_t i = 0; i < k_; ++i) {
+      char* slot = slots_ + i * stride_;
+      reinterpret_cast<SlotHeader*>(slot)->size = 0;
+      for (size_t off = 0; off < prefaultBytes(slotBytes_); off += pageBytes()) {
+        slot[kSlotHeaderBytes + off] = 0;
+      }
+    }
   }
 
   void* tryAcquire() override {
@@ -156,11 +168,14 @@ class ShmRecvChannel final : public RecvChannel {
         k_(static_cast<uint64_t>(c.slots)),
         bell_(senderBell),
         peer_(peer) {
-    // Map every slot's first page now (see ShmSendChannel); reading is enough for shmem.
+    // Map the same pages (see ShmSendChannel); reading is enough for shmem.
     atom(*control_).load(std::memory_order_relaxed);
     for (uint64_t i = 0; i < k_; ++i) {
-      atom(reinterpret_cast<SlotHeader*>(slots_ + i * stride_)->seq)
-          .load(std::memory_order_relaxed);
+      char* slot = slots_ + i * stride_;
+      atom(reinterpret_cast<SlotHeader*>(slot)->seq).load(std::memory_order_relaxed);
+      for (size_t off = 0; off < prefaultBytes(slotBytes_); off += pageBytes()) {
+        atom(slot[kSlotHeaderBytes + off]).load(std::memory_order_relaxed);
+      }
     }
   }
 
