@@ -222,3 +222,34 @@ INSTANTIATE_TEST_SUITE_P(Threads, LargeCollectives, ::testing::ValuesIn(params(f
 
 }  // namespace
 }  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// Several lanes (BRAID_CHANNELS): rings and chains split the buffer across channels, odd lanes
+// running backwards; every collective, odd counts, both placements.
+TEST(MultiLane, RingsAndChainsOverSeveralChannelsMatchTheReference) {
+  for (int n : {2, 3, 5}) {
+    for (int channels : {2, 3}) {
+      Options options;
+      options.channels = channels;
+      options.chunkBytes = 1024;
+      options.timeoutSeconds = 30;
+      std::vector<Case> cases;
+      for (Collective coll : kColls) {
+        for (size_t count : {size_t{1}, size_t{7}, size_t{1023}, size_t{100003}}) {
+          for (bool inPlace : {false, true}) {
+            int root = (coll == Collective::kBroadcast || coll == Collective::kReduce) ? n - 1 : -1;
+            cases.push_back({coll, DataType::kFloat32, RedOp::kSum, count, inPlace, root});
+            cases.push_back({coll, DataType::kBFloat16, RedOp::kAvg, count, inPlace, root});
+          }
+        }
+      }
+      SCOPED_TRACE(fmt::format("{} ranks, {} channels", n, channels));
+      runAndCheck(n, options, cases);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace braid::testing
