@@ -1,6 +1,5 @@
 // Communicator calls: validation, numbering, the op queue and its progress thread, execution.
 #include <fmt/format.h>
-
 #include <sched.h>
 
 #include <cstring>
@@ -301,6 +300,17 @@ void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
   op->doneCv.notify_all();
 }
 
+void CommState::runFront(std::unique_lock<std::mutex>& lock) {
+  auto op = queue.front();
+  queue.pop_front();
+  busy = true;
+  lock.unlock();
+  runQueued(op);
+  lock.lock();
+  busy = false;
+  if (waiters > 0) waitersCv.notify_all();  // a waiter may be waiting for this op or its turn
+}
+
 void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline) {
   auto isDone = [&] {
     std::lock_guard<std::mutex> opLock(target->mutex);
@@ -310,14 +320,7 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
   ++waiters;
   while (!isDone()) {
     if (!busy && !queue.empty()) {
-      auto op = queue.front();
-      queue.pop_front();
-      busy = true;
-      lock.unlock();
-      runQueued(op);
-      lock.lock();
-      busy = false;
-      if (waiters > 1) waitersCv.notify_all();
+      runFront(lock);
       continue;
     }
     if (deadline.expired()) break;
@@ -389,14 +392,7 @@ void CommState::workerLoop() {
       workerCv.wait_until(lock, due);
       continue;
     }
-    auto op = queue.front();
-    queue.pop_front();
-    busy = true;
-    lock.unlock();
-    runQueued(op);
-    lock.lock();
-    busy = false;
-    if (waiters > 0) waitersCv.notify_all();
+    runFront(lock);
   }
 }
 

@@ -87,8 +87,8 @@ struct CommState {
   std::deque<std::shared_ptr<Request::Op>> queue;
   bool busy = false;
   bool stopping = false;
-  int waiters = 0;             // threads inside helpUntilDone
-  bool workerParked = false;   // the progress thread sleeps until notified
+  int waiters = 0;            // threads inside helpUntilDone
+  bool workerParked = false;  // the progress thread sleeps until notified
   std::thread worker;
 
   // Set by the first failure; every later call fails with it.
@@ -118,6 +118,9 @@ struct CommState {
   /// (the progress thread stands back while someone waits, so on a busy machine no two threads of
   /// one rank fight for a core). Returns when target is done or at the deadline.
   void helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline);
+  /// Pops the front op and runs it on this thread (queueMutex held on entry and exit, released
+  /// while it runs).
+  void runFront(std::unique_lock<std::mutex>& lock);
   /// Runs one dequeued op and completes it (never throws).
   void runQueued(const std::shared_ptr<Request::Op>& op);
   std::weak_ptr<CommState> self;

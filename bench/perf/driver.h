@@ -22,5 +22,7 @@ struct CollRunner {
 /// The whole program; returns the exit code: 0 on success, 1 when any element was wrong or an
 /// error happened (its message, naming the rank, goes to stderr), 2 on bad flags.
 int benchMain(int argc, char** argv, const CollRunner& runner);
+/// The same for one of the five collectives (runners.cc).
+int benchMain(int argc, char** argv, Collective coll);
 
 }  // namespace braid::bench
