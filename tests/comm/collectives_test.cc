@@ -253,3 +253,31 @@ TEST(MultiLane, RingsAndChainsOverSeveralChannelsMatchTheReference) {
 
 }  // namespace
 }  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// The largest count of the matrix, 1M+3 elements, for every dtype x op x collective x placement,
+// on 3 ranks with the tuner's choice (ring for the all-to-all collectives, chain for rooted ones).
+TEST(FullMatrix, EveryTypeAndOpAtOneMillionPlusThree) {
+  const int n = 3;
+  Options options;
+  options.timeoutSeconds = 60;
+  const size_t big = (size_t(1) << 20) + 3;
+  std::vector<Case> cases;
+  for (Collective coll : kColls) {
+    for (DataType type : kTypes) {
+      for (RedOp op : kOps) {
+        if (!reduces(coll) && op != RedOp::kSum) continue;
+        size_t count = (coll == Collective::kReduceScatter || coll == Collective::kAllGather)
+                           ? big / n + 1
+                           : big;
+        for (bool inPlace : {false, true}) cases.push_back({coll, type, op, count, inPlace, 1});
+      }
+    }
+  }
+  runAndCheck(n, options, cases);
+}
+
+}  // namespace
+}  // namespace braid::testing
