@@ -37,9 +37,17 @@ typedef enum {
   braidFloat16 = 6,
   braidFloat32 = 7,
   braidFloat64 = 8,
-  braidBfloat16 = 9
+  braidBfloat16 = 9,
+  braidDataType_enumSize = 0x7fffffff /* any int is a value of the type; bad ones are refused */
 } braidDataType_t;
-typedef enum { braidSum = 0, braidProd = 1, braidMax = 2, braidMin = 3, braidAvg = 4 } braidRedOp_t;
+typedef enum {
+  braidSum = 0,
+  braidProd = 1,
+  braidMax = 2,
+  braidMin = 3,
+  braidAvg = 4,
+  braidRedOp_enumSize = 0x7fffffff
+} braidRedOp_t;
 
 typedef struct braidComm* braidComm_t;
 typedef struct braidRequest* braidRequest_t;
