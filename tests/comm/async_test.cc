@@ -1,0 +1,109 @@
+// Non-blocking collectives as threads: many requests in flight, waited in any order, polled,
+// mixed with blocking calls and abandoned unwaited; the progress thread and the waiting threads
+// hand ops to each other (run under -DBRAID_TSAN=ON too).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "tests/comm/harness.h"
+
+namespace braid::testing {
+namespace {
+
+TEST(Async, ManyRequestsInFlightCompleteInIssueOrderWithCorrectData) {
+  constexpr int kRanks = 3, kOps = 40;
+  constexpr size_t kCount = 1000;
+  Options options;
+  options.timeoutSeconds = 30;
+  auto errors = runRanks(kRanks, options, [&](Communicator& comm) {
+    const int r = comm.rank();
+    std::vector<std::vector<int32_t>> in(kOps), out(kOps);
+    std::vector<Request> requests;
+    for (int k = 0; k < kOps; ++k) {
+      in[k].assign(kCount + k * 97, k + r);  // sizes cross the direct/ring threshold
+      out[k].assign(in[k].size(), -1);
+      requests.push_back(comm.allReduceAsync(in[k].data(), out[k].data(), in[k].size(),
+                                             DataType::kInt32, RedOp::kSum));
+      if (k % 7 == 3) {
+        // A blocking call in between queues behind the requests already issued.
+        int32_t one = 1, total = 0;
+        comm.allReduce(&one, &total, 1, DataType::kInt32, RedOp::kSum);
+        EXPECT_EQ(total, kRanks);
+      }
+    }
+    // Wait the second half in reverse order, poll the first half.
+    for (int k = kOps - 1; k >= kOps / 2; --k) requests[k].wait(Deadline::after(30));
+    for (int k = 0; k < kOps / 2; ++k) {
+      auto until = Clock::now() + std::chrono::seconds(30);
+      while (!requests[k].test() && Clock::now() < until) std::this_thread::yield();
+      EXPECT_EQ(requests[k].status(), ErrorCode::kOk);
+    }
+    const int32_t base = kRanks * (kRanks - 1) / 2;
+    for (int k = 0; k < kOps; ++k) {
+      for (size_t i = 0; i < out[k].size(); ++i) {
+        ASSERT_EQ(out[k][i], kRanks * k + base) << "rank " << r << " op " << k << " elem " << i;
+      }
+    }
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+}
+
+TEST(Async, ProgressThreadFinishesOpsNobodyWaitsFor) {
+  constexpr int kRanks = 2;
+  Options options;
+  options.timeoutSeconds = 30;
+  auto errors = runRanks(kRanks, options, [&](Communicator& comm) {
+    std::vector<float> buf(50000, 1.0f);
+    Request request =
+        comm.allReduceAsync(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+    // Nobody waits: the progress thread must finish it on its own.
+    auto until = Clock::now() + std::chrono::seconds(20);
+    while (!request.test() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(request.test()) << "rank " << comm.rank() << ": not finished without a wait";
+    EXPECT_EQ(buf[0], 2.0f);
+    EXPECT_EQ(buf.back(), 2.0f);
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+}
+
+TEST(Async, AbortFromAnotherThreadEndsQueuedAndRunningOps) {
+  constexpr int kRanks = 2;
+  Options options;
+  options.timeoutSeconds = 30;
+  auto errors = runRanks(kRanks, options, [&](Communicator& comm) {
+    std::vector<float> buf(1000, 1.0f);
+    if (comm.rank() == 1) {
+      // Rank 1 never joins; rank 0's ops wait until its own abort.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      return;
+    }
+    std::vector<Request> requests;
+    for (int k = 0; k < 5; ++k) {
+      requests.push_back(comm.allReduceAsync(buf.data(), buf.data(), buf.size(),
+                                             DataType::kFloat32, RedOp::kSum));
+    }
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      comm.abort();
+    });
+    auto start = Clock::now();
+    for (auto& request : requests) {
+      try {
+        request.wait(Deadline::after(10));
+        ADD_FAILURE() << "an op finished although its peer never joined";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kAborted) << e.what();
+      }
+    }
+    aborter.join();
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+  });
+  EXPECT_EQ(errorText(errors[0]), "");
+}
+
+}  // namespace
+}  // namespace braid::testing
