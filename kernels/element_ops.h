@@ -13,6 +13,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/types.h"
+
 #ifdef __CUDACC__
 #define BRAID_HOST_DEVICE __host__ __device__
 #else
@@ -93,6 +95,24 @@ struct MinOp {
     }
   }
 };
+
+/// a op b for a run-time op (kAvg folds as a sum), for references and scalar code; the kernels
+/// dispatch once per call instead.
+template <typename T>
+BRAID_HOST_DEVICE T applyOp(RedOp op, T a, T b) {
+  switch (op) {
+    case RedOp::kProd:
+      return ProdOp()(a, b);
+    case RedOp::kMax:
+      return MaxOp()(a, b);
+    case RedOp::kMin:
+      return MinOp()(a, b);
+    case RedOp::kSum:
+    case RedOp::kAvg:
+      break;
+  }
+  return SumOp()(a, b);
+}
 
 /// IEEE binary16 bits -> float32 (exact). A signalling NaN comes back quiet (as x86 F16C does).
 BRAID_HOST_DEVICE inline float halfBitsToFloat(uint16_t h) {

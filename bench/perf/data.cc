@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "kernels/element_ops.h"
 
 namespace braid::bench {
 namespace {
@@ -96,22 +97,7 @@ uint64_t mix(uint64_t x) {
 int64_t reduceExact(uint64_t index, uint64_t seed, RedOp op, int nranks) {
   int64_t acc = inputValue(0, index, seed, op, nranks);
   for (int q = 1; q < nranks; ++q) {
-    int64_t v = inputValue(q, index, seed, op, nranks);
-    switch (op) {
-      case RedOp::kSum:
-      case RedOp::kAvg:
-        acc += v;
-        break;
-      case RedOp::kProd:
-        acc *= v;
-        break;
-      case RedOp::kMax:
-        acc = std::max(acc, v);
-        break;
-      case RedOp::kMin:
-        acc = std::min(acc, v);
-        break;
-    }
+    acc = kernels::applyOp(op, acc, inputValue(q, index, seed, op, nranks));
   }
   return acc;
 }

@@ -83,8 +83,8 @@ TEST(Async, AbortFromAnotherThreadEndsQueuedAndRunningOps) {
     }
     std::vector<Request> requests;
     for (int k = 0; k < 5; ++k) {
-      requests.push_back(comm.allReduceAsync(buf.data(), buf.data(), buf.size(),
-                                             DataType::kFloat32, RedOp::kSum));
+      requests.push_back(
+          comm.allReduceAsync(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum));
     }
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

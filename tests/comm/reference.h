@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/element_ops.h"
 #include "kernels/kernels.h"
 
 namespace braid::testing {
@@ -96,22 +97,7 @@ inline void fillInput(DataType t, RedOp op, int r, void* buf, size_t count, size
 inline void storeExpected(DataType t, RedOp op, int n, size_t i, void* buf, size_t j) {
   double acc = inputValue(t, op, 0, i);
   for (int r = 1; r < n; ++r) {
-    double v = inputValue(t, op, r, i);
-    switch (op) {
-      case RedOp::kSum:
-      case RedOp::kAvg:
-        acc += v;
-        break;
-      case RedOp::kProd:
-        acc *= v;
-        break;
-      case RedOp::kMax:
-        acc = std::max(acc, v);
-        break;
-      case RedOp::kMin:
-        acc = std::min(acc, v);
-        break;
-    }
+    acc = kernels::applyOp(op, acc, inputValue(t, op, r, i));
   }
   if (op == RedOp::kAvg) {
     if (!isFloat(t)) {

@@ -326,7 +326,6 @@ TEST_P(Abort, EndsBlockedCallAndPeerHearsOfIt) {
 
 INSTANTIATE_TEST_SUITE_P(Procs, Abort, ::testing::Values("shm", "tcp"), transportName);
 
-
 // An error during recv() names recv (the wire header says "send" on both sides of a p2p
 // message). Both ranks here block in recv() from each other and time out after 1 s.
 TEST(PointToPoint, RecvErrorNamesRecv) {

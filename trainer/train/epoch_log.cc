@@ -1,0 +1,65 @@
+#include "trainer/train/epoch_log.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace braid::trainer {
+
+std::string formatEpoch(const EpochStats& s, int epochs) {
+  return fmt::format(
+      "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  samples/s {:.0f}  "
+      "comm wait {:.1f}%  ({:.1f} s)",
+      s.epoch, epochs, s.trainLoss, 100 * s.trainAcc, 100 * s.testAcc, s.samplesPerSec,
+      100 * s.commWaitShare, s.seconds);
+}
+
+EpochLog::EpochLog(std::string path, std::string runInfoJson)
+    : path_(std::move(path)),
+      runInfoJson_(std::move(runInfoJson)),
+      json_(path_.size() >= 5 && path_.compare(path_.size() - 5, 5, ".json") == 0) {
+  std::ofstream out(path_, std::ios::trunc);
+  BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot write the log file '{}'", path_);
+  if (!json_) {
+    out << "epoch,steps,train_loss,train_acc,test_acc,samples_per_s,comm_wait_share,seconds\n";
+  }
+}
+
+void EpochLog::add(const EpochStats& s) {
+  rows_.push_back(s);
+  if (!json_) {
+    std::ofstream out(path_, std::ios::app);
+    out << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.1f},{:.6f},{:.3f}\n", s.epoch, s.steps,
+                       s.trainLoss, s.trainAcc, s.testAcc, s.samplesPerSec, s.commWaitShare,
+                       s.seconds);
+    BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot append to the log file '{}'", path_);
+    return;
+  }
+  nlohmann::json doc;
+  doc["run"] = nlohmann::json::parse(runInfoJson_);
+  doc["epochs"] = nlohmann::json::array();
+  for (const EpochStats& r : rows_) {
+    doc["epochs"].push_back({{"epoch", r.epoch},
+                             {"steps", r.steps},
+                             {"train_loss", r.trainLoss},
+                             {"train_acc", r.trainAcc},
+                             {"test_acc", r.testAcc},
+                             {"samples_per_s", r.samplesPerSec},
+                             {"comm_wait_share", r.commWaitShare},
+                             {"seconds", r.seconds}});
+  }
+  const std::string tmp = path_ + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << doc.dump(2) << "\n";
+    BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot write the log file '{}'", tmp);
+  }
+  BRAID_ENFORCE(std::rename(tmp.c_str(), path_.c_str()) == 0, ErrorCode::kSystemError,
+                "cannot rename '{}' to '{}'", tmp, path_);
+}
+
+}  // namespace braid::trainer

@@ -1,0 +1,40 @@
+// The per-epoch results and the CSV / JSON log file they go to.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace braid::trainer {
+
+/// One epoch's results, identical in the console line and the log.
+struct EpochStats {
+  int epoch = 0;             ///< 1-based
+  int64_t steps = 0;         ///< optimizer steps in this epoch
+  double trainLoss = 0;      ///< mean over all ranks' training samples
+  double trainAcc = 0;       ///< fraction of training samples classified right
+  double testAcc = 0;        ///< fraction of test samples classified right
+  double samplesPerSec = 0;  ///< global training samples per second of training time
+  double commWaitShare = 0;  ///< rank 0's time blocked on requests / its step time
+  double seconds = 0;        ///< training wall time of the epoch (evaluation excluded)
+};
+
+/// The console line of an epoch.
+std::string formatEpoch(const EpochStats& s, int epochs);
+
+/// Writes the log file: CSV (header + one row per epoch, appended as epochs end) or JSON (one
+/// document {"run": {...}, "epochs": [...]} rewritten after every epoch, so it is always whole).
+/// The format follows the extension (.csv / .json). Throws Error(kSystemError) naming the file.
+class EpochLog {
+ public:
+  /// `runInfo` is a JSON object text describing the run (flags, ranks), kept in the JSON log.
+  EpochLog(std::string path, std::string runInfoJson);
+  void add(const EpochStats& s);
+
+ private:
+  std::string path_;
+  std::string runInfoJson_;
+  bool json_;
+  std::vector<EpochStats> rows_;
+};
+
+}  // namespace braid::trainer

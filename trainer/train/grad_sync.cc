@@ -1,0 +1,94 @@
+#include "trainer/train/grad_sync.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/deadline.h"
+#include "common/error.h"
+
+namespace braid::trainer {
+
+std::vector<Bucket> makeBuckets(const std::vector<size_t>& paramOffsets, size_t numParams,
+                                size_t bucketElems) {
+  BRAID_ENFORCE(bucketElems > 0, ErrorCode::kInvalidUsage, "gradient bucket of 0 elements");
+  BRAID_ENFORCE(!paramOffsets.empty() && paramOffsets.front() == 0 &&
+                    std::is_sorted(paramOffsets.begin(), paramOffsets.end()) &&
+                    paramOffsets.back() < numParams,
+                ErrorCode::kInvalidUsage,
+                "gradient buckets: parameter offsets must ascend from 0 below {} ({} given)",
+                numParams, paramOffsets.size());
+  std::vector<Bucket> out;
+  size_t end = numParams;    // end of the bucket being filled
+  size_t begin = numParams;  // its begin so far (== end: empty)
+  for (size_t i = paramOffsets.size(); i-- > 0;) {
+    const size_t pBegin = paramOffsets[i];
+    const size_t pEnd = i + 1 < paramOffsets.size() ? paramOffsets[i + 1] : numParams;
+    const size_t size = pEnd - pBegin;
+    if (begin < end && (end - begin) + size > bucketElems) {
+      out.push_back({begin, end});
+      end = begin;
+    }
+    if (size > bucketElems) {
+      for (size_t hi = pEnd; hi > pBegin;) {
+        const size_t lo = hi - pBegin > bucketElems ? hi - bucketElems : pBegin;
+        out.push_back({lo, hi});
+        hi = lo;
+      }
+      end = begin = pBegin;
+    } else {
+      begin = pBegin;
+    }
+  }
+  if (begin < end) out.push_back({begin, end});
+  return out;
+}
+
+std::vector<Bucket> makeBuckets(size_t numParams, size_t bucketElems) {
+  if (numParams == 0) return {};
+  return makeBuckets(std::vector<size_t>{0}, numParams, bucketElems);
+}
+
+GradSync::GradSync(Communicator& comm, float* grads, const std::vector<size_t>& paramOffsets,
+                   size_t numParams, size_t bucketElems)
+    : comm_(comm),
+      grads_(grads),
+      buckets_(makeBuckets(paramOffsets, numParams, bucketElems)),
+      timeoutSeconds_(defaultTimeoutSeconds()) {
+  requests_.resize(buckets_.size());
+}
+
+void GradSync::arm() {
+  armed_ = true;
+  started_ = 0;
+}
+
+void GradSync::onGradReady(size_t readyFrom) {
+  if (!armed_) return;  // an accumulation micro-batch: no sync yet
+  while (started_ < buckets_.size() && buckets_[started_].begin >= readyFrom) {
+    const Bucket& b = buckets_[started_];
+    requests_[started_] = comm_.allReduceAsync(grads_ + b.begin, grads_ + b.begin, b.end - b.begin,
+                                               DataType::kFloat32, RedOp::kAvg);
+    ++started_;
+  }
+}
+
+void GradSync::finishBackward() { onGradReady(0); }
+
+double GradSync::stepAndWait(Optimizer& opt, float* params) {
+  BRAID_ENFORCE(armed_ && started_ == buckets_.size(), ErrorCode::kInvalidUsage,
+                "gradient sync: stepAndWait before all {} buckets were started ({} started)",
+                buckets_.size(), started_);
+  double waited = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    // The collective itself is bounded by the communicator timeout; this bounds the wait too.
+    requests_[i].wait(Deadline::after(2 * timeoutSeconds_));
+    waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    opt.stepRange(params, grads_, buckets_[i].begin, buckets_[i].end);
+  }
+  opt.finishStep();
+  armed_ = false;
+  return waited;
+}
+
+}  // namespace braid::trainer

@@ -1,0 +1,62 @@
+// braid-train: data-parallel Fashion-MNIST training over braid (see trainer/train/README.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <optional>
+
+#include "comm/bootstrap/memory_store.h"
+#include "comm/bootstrap/secret.h"
+#include "comm/braid.hpp"
+#include "comm/internal.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "trainer/train/options.h"
+#include "trainer/train/trainer.h"
+
+namespace {
+
+/// Under braidrun/torchrun or mpirun: the launcher's communicator; otherwise a 1-rank one.
+braid::Communicator makeCommunicator() {
+  using braid::envString;
+  if (envString("WORLD_SIZE") || envString("RANK") || envString("OMPI_COMM_WORLD_SIZE")) {
+    return braid::Communicator::fromEnvironment();
+  }
+  // A private in-process job: give it a fresh secret rather than the insecure default (and its
+  // warning).
+  if (!envString("BRAID_SECRET")) {
+    ::setenv("BRAID_SECRET", braid::bootstrap::randomSecret(16).c_str(), 0);
+  }
+  return braid::CommFactory::fromStore(std::make_shared<braid::bootstrap::InMemoryStore>(), 0, 1,
+                                       braid::Options{});
+}
+
+/// The rank count the launcher announces (1 without one), so flags that depend on it are
+/// refused before any rank starts the rendezvous.
+int announcedWorldSize() {
+  if (auto n = braid::envInt("WORLD_SIZE")) return static_cast<int>(*n);
+  if (auto n = braid::envInt("OMPI_COMM_WORLD_SIZE")) return static_cast<int>(*n);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::optional<braid::Communicator> comm;
+  try {
+    auto parsed = braid::trainer::parseTrainOptions(argc, argv);
+    if (parsed.exitCode) return *parsed.exitCode;
+    const int world = announcedWorldSize();
+    if (world > 0) braid::trainer::validateForWorld(parsed.options, world);
+    comm.emplace(makeCommunicator());
+    braid::trainer::runTraining(*comm, parsed.options, stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "braid-train: error: {}\n", e.what());
+    // Peers blocked in a collective with this rank fail at once instead of at their timeout.
+    if (comm) comm->abort();
+    return 1;
+  }
+}

@@ -1,0 +1,117 @@
+#include "trainer/train/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.h"
+
+namespace braid::trainer {
+
+OptimizerOptions TrainOptions::optimizerOptions() const {
+  OptimizerOptions o;
+  o.kind = parseOptimizerKind(optimizer);
+  o.lr = lr.value_or(o.kind == OptimizerKind::kSgd ? 0.05f : 1e-3f);
+  o.momentum = momentum;
+  o.weightDecay = weightDecay;
+  o.warmupSteps = warmupSteps;
+  o.linearScaling = scaleLr;
+  o.globalBatch = batch;
+  return o;
+}
+
+ParseResult parseTrainOptions(int argc, const char* const* argv) {
+  ParseResult result;
+  TrainOptions& o = result.options;
+  CLI::App app{
+      "braid-train: data-parallel training of an MLP or a small ResNet on Fashion-MNIST over "
+      "braid. Run directly for one rank, or under `braidrun -n N` / mpirun for N ranks.",
+      "braid-train"};
+  app.add_option("--model", o.model, "mlp (784-256-128-10) or resnet")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "sgd, adam or adamw")->capture_default_str();
+  app.add_option("--lr", o.lr, "base learning rate (default 1e-3 for adam/adamw, 0.05 for sgd)");
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--weight-decay", o.weightDecay, "weight decay (decoupled for adamw)")
+      ->capture_default_str();
+  app.add_option("--warmup-steps", o.warmupSteps, "linear learning-rate warm-up steps")
+      ->capture_default_str();
+  app.add_flag("--scale-lr", o.scaleLr, "linear scaling rule: lr x global batch / 256");
+  app.add_option("--precision", o.precision, "fp32 (fp16 is not yet supported)")
+      ->capture_default_str();
+  app.add_option("--epochs", o.epochs, "passes over the training set")->capture_default_str();
+  app.add_option("--batch", o.batch,
+                 "GLOBAL batch size, summed over all ranks (per-rank batch = batch / ranks)")
+      ->capture_default_str();
+  app.add_option("--data", o.dataDir,
+                 "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)");
+  app.add_option("--seed", o.seed, "seed of initialisation and shuffling")->capture_default_str();
+  app.add_option("--bucket-mb", o.bucketMb, "gradient all-reduce bucket size in MiB")
+      ->capture_default_str();
+  app.add_option("--accum", o.accum, "micro-batches per step (gradient accumulation)")
+      ->capture_default_str();
+  app.add_option("--log", o.logPath, "per-epoch log file, .csv or .json");
+  app.add_option("--max-steps", o.maxSteps, "stop after this many optimizer steps (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--limit-train", o.limitTrain, "use only the first N training samples (0: all)")
+      ->capture_default_str();
+  app.add_option("--limit-test", o.limitTest, "use only the first N test samples (0: all)")
+      ->capture_default_str();
+  app.add_flag("--check-sync", o.checkSync,
+               "after every step compare a hash of the parameters across ranks (debug)");
+  app.add_option("--threads", o.threads,
+                 "BLAS threads per rank (default: cores / ranks, at least 1)");
+  app.add_option("--dump-params", o.dumpParams,
+                 "rank 0 writes the final flat parameters to FILE as raw float32");
+  app.add_flag("--quiet", o.quiet, "no progress bar or progress lines");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    result.exitCode = app.exit(e);
+    return result;
+  }
+
+  if (o.precision == "fp16") {
+    fail(ErrorCode::kInvalidUsage,
+         "--precision fp16 is not yet supported by braid-train (CPU path); use --precision fp32");
+  }
+  BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
+                "--precision '{}' is unknown; use fp32", o.precision);
+  BRAID_ENFORCE(o.model == "mlp" || o.model == "resnet", ErrorCode::kInvalidUsage,
+                "--model '{}' is unknown; use mlp or resnet", o.model);
+  BRAID_ENFORCE(o.optimizer == "sgd" || o.optimizer == "adam" || o.optimizer == "adamw",
+                ErrorCode::kInvalidUsage, "--optimizer '{}' is unknown; use sgd, adam or adamw",
+                o.optimizer);
+  BRAID_ENFORCE(o.epochs >= 1, ErrorCode::kInvalidUsage, "--epochs {} must be at least 1",
+                o.epochs);
+  BRAID_ENFORCE(o.batch >= 1, ErrorCode::kInvalidUsage, "--batch {} must be at least 1", o.batch);
+  BRAID_ENFORCE(o.accum >= 1, ErrorCode::kInvalidUsage, "--accum {} must be at least 1", o.accum);
+  BRAID_ENFORCE(o.bucketMb > 0, ErrorCode::kInvalidUsage, "--bucket-mb {} must be positive",
+                o.bucketMb);
+  BRAID_ENFORCE(!o.lr || *o.lr > 0, ErrorCode::kInvalidUsage, "--lr {} must be positive",
+                o.lr.value_or(0));
+  BRAID_ENFORCE(o.warmupSteps >= 0 && o.maxSteps >= 0 && o.limitTrain >= 0 && o.limitTest >= 0 &&
+                    o.threads >= 0,
+                ErrorCode::kInvalidUsage,
+                "--warmup-steps, --max-steps, --limit-train, --limit-test and --threads must not "
+                "be negative");
+  if (!o.logPath.empty()) {
+    auto endsWith = [&](const char* ext) {
+      std::string e(ext);
+      return o.logPath.size() >= e.size() &&
+             o.logPath.compare(o.logPath.size() - e.size(), e.size(), e) == 0;
+    };
+    BRAID_ENFORCE(endsWith(".csv") || endsWith(".json"), ErrorCode::kInvalidUsage,
+                  "--log '{}' must end in .csv or .json", o.logPath);
+  }
+  return result;
+}
+
+void validateForWorld(const TrainOptions& o, int worldSize) {
+  BRAID_ENFORCE(o.batch % worldSize == 0, ErrorCode::kInvalidUsage,
+                "--batch {} (the global batch) is not divisible by the {} ranks", o.batch,
+                worldSize);
+  const int64_t perRank = o.batch / worldSize;
+  BRAID_ENFORCE(perRank % o.accum == 0, ErrorCode::kInvalidUsage,
+                "the per-rank batch {} (--batch {} / {} ranks) is not divisible by --accum {}",
+                perRank, o.batch, worldSize, o.accum);
+}
+
+}  // namespace braid::trainer

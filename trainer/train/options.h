@@ -1,0 +1,57 @@
+// braid-train's command line: every flag of the data-parallel trainer and its validation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "trainer/nn/optimizer.h"
+
+namespace braid::trainer {
+
+/// What one training run does. Filled by parseTrainOptions(); all ranks parse the same argv.
+struct TrainOptions {
+  std::string model = "mlp";       ///< "mlp" or "resnet"
+  std::string optimizer = "adam";  ///< "sgd", "adam", "adamw"
+  std::optional<float> lr;         ///< nullopt: 1e-3 for adam/adamw, 0.05 for sgd
+  float momentum = 0.9f;           ///< SGD momentum
+  float weightDecay = 0.0f;        ///< L2 (sgd/adam) or decoupled (adamw)
+  int64_t warmupSteps = 0;         ///< linear learning-rate warm-up over this many steps
+  bool scaleLr = false;            ///< linear scaling rule: lr x globalBatch / 256
+  std::string precision = "fp32";  ///< only fp32 is supported
+  int epochs = 10;                 ///< passes over the training set
+  int64_t batch = 128;             ///< GLOBAL batch: per-rank batch x ranks
+  std::string dataDir;             ///< Fashion-MNIST directory (IDX files, plain or .gz)
+  uint64_t seed = 0;               ///< model initialisation and shuffling
+  double bucketMb = 25.0;          ///< gradient bucket size in MiB
+  int accum = 1;                   ///< micro-batches per optimizer step (sync once per step)
+  std::string logPath;             ///< per-epoch log, .csv or .json; empty: none
+  int64_t maxSteps = 0;            ///< stop after this many optimizer steps; 0: no limit
+  int64_t limitTrain = 0;          ///< use only the first N training samples; 0: all
+  int64_t limitTest = 0;           ///< use only the first N test samples; 0: all
+  bool checkSync = false;          ///< hash parameters after every step and compare ranks
+  int threads = 0;                 ///< BLAS threads per rank; 0: cores / ranks (at least 1)
+  std::string dumpParams;          ///< rank 0 writes the final flat parameters (raw float32)
+  bool quiet = false;              ///< no progress bar / progress lines
+
+  /// The optimizer settings these flags give for `globalBatch`.
+  OptimizerOptions optimizerOptions() const;
+};
+
+/// Outcome of parsing: run with `options`, or exit at once with `exitCode` (after --help, or a
+/// flag error that CLI11 already printed).
+struct ParseResult {
+  TrainOptions options;
+  std::optional<int> exitCode;
+};
+
+/// Parses argv with CLI11. Prints --help / flag errors itself (the latter to stderr) and then
+/// returns an exitCode (0 for --help, non-zero for errors). Semantic checks that need no
+/// communicator (precision, model, optimizer, numbers in range) throw Error(kInvalidUsage).
+ParseResult parseTrainOptions(int argc, const char* const* argv);
+
+/// Checks the flags that depend on the rank count: the global batch must be a multiple of
+/// `worldSize`, and the per-rank batch a multiple of --accum. Throws Error(kInvalidUsage).
+void validateForWorld(const TrainOptions& options, int worldSize);
+
+}  // namespace braid::trainer

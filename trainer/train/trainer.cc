@@ -1,0 +1,232 @@
+#include "trainer/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <thread>
+
+#include "common/error.h"
+#include "trainer/data/batch.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/sampler.h"
+#include "trainer/nn/blas.h"
+#include "trainer/nn/loss.h"
+#include "trainer/nn/models.h"
+#include "trainer/train/grad_sync.h"
+#include "trainer/train/progress.h"
+#include "trainer/train/sync_check.h"
+
+namespace braid::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// Keeps the first `limit` samples (0 or more than there are: all).
+void truncate(Dataset& data, int64_t limit) {
+  if (limit <= 0 || limit >= data.count) return;
+  data.count = limit;
+  data.images.resize(static_cast<size_t>(limit * data.imageSize()));
+  data.labels.resize(static_cast<size_t>(limit));
+}
+
+/// Fills `x` ([n, inputShape...]) and `labels` with the samples `indices`.
+void loadBatch(const Dataset& data, std::span<const int64_t> indices,
+               const std::vector<int>& inputShape, Tensor& x, std::vector<int32_t>& labels) {
+  std::vector<int> shape{static_cast<int>(indices.size())};
+  shape.insert(shape.end(), inputShape.begin(), inputShape.end());
+  x.resize(shape);
+  labels.resize(indices.size());
+  gatherBatch(data, indices, std::span<float>(x.data), std::span<int32_t>(labels));
+}
+
+/// Test accuracy: each rank evaluates a strided share of `test`; the counts are summed.
+double evaluate(Communicator& comm, Model& model, const Dataset& test) {
+  constexpr int64_t kEvalBatch = 500;
+  model.net.setTraining(false);
+  std::vector<int64_t> mine;
+  for (int64_t i = comm.rank(); i < test.count; i += comm.size()) mine.push_back(i);
+  SoftmaxCrossEntropy ce;
+  Tensor x;
+  std::vector<int32_t> labels;
+  double counts[2] = {0, 0};  // correct, seen
+  for (size_t at = 0; at < mine.size(); at += kEvalBatch) {
+    const size_t n = std::min<size_t>(kEvalBatch, mine.size() - at);
+    loadBatch(test, std::span<const int64_t>(mine).subspan(at, n), model.inputShape, x, labels);
+    const LossResult r = ce.forward(model.net.forward(x), labels);
+    counts[0] += static_cast<double>(r.correct);
+    counts[1] += static_cast<double>(r.count);
+  }
+  model.net.setTraining(true);
+  comm.allReduce(counts, counts, 2, DataType::kFloat64, RedOp::kSum);
+  return counts[1] > 0 ? counts[0] / counts[1] : 0.0;
+}
+
+std::string runInfo(const TrainOptions& o, int ranks, int threads, const OptimizerOptions& opt,
+                    size_t numParams, size_t buckets) {
+  nlohmann::json j = {{"model", o.model},
+                      {"optimizer", o.optimizer},
+                      {"lr", opt.lr},
+                      {"momentum", o.momentum},
+                      {"weight_decay", o.weightDecay},
+                      {"warmup_steps", o.warmupSteps},
+                      {"scale_lr", o.scaleLr},
+                      {"precision", o.precision},
+                      {"epochs", o.epochs},
+                      {"global_batch", o.batch},
+                      {"ranks", ranks},
+                      {"accum", o.accum},
+                      {"bucket_mb", o.bucketMb},
+                      {"buckets", buckets},
+                      {"seed", o.seed},
+                      {"threads_per_rank", threads},
+                      {"params", numParams}};
+  return j.dump();
+}
+
+}  // namespace
+
+TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* out) {
+  const int rank = comm.rank(), ranks = comm.size();
+  const bool lead = rank == 0;
+  validateForWorld(o, ranks);
+
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0 ? o.threads : std::max(1, cores / ranks);
+  setBlasThreads(threads);
+
+  const std::string dir = o.dataDir.empty() ? kDefaultFashionMnistDir : o.dataDir;
+  Dataset train = loadFashionMnist(dir, Split::kTrain);
+  Dataset test = loadFashionMnist(dir, Split::kTest);
+  truncate(train, o.limitTrain);
+  truncate(test, o.limitTest);
+
+  auto model = makeModel(o.model, o.seed);
+  ParamStore& store = model->store;
+  const size_t n = store.numParams();
+  // Every rank starts from rank 0's parameters and buffers (they are equal already when all
+  // ranks use the same seed, but a run must not depend on that).
+  if (ranks > 1) {
+    comm.broadcast(store.params(), store.params(), n, DataType::kFloat32, 0);
+    if (store.numBuffers() > 0) {
+      comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
+    }
+  }
+
+  const OptimizerOptions optOptions = o.optimizerOptions();
+  Optimizer opt(optOptions, n);
+  const size_t bucketElems =
+      std::max<size_t>(1, static_cast<size_t>(o.bucketMb * 1024 * 1024 / sizeof(float)));
+  std::vector<size_t> paramOffsets;
+  for (const ParamView& v : store.paramViews()) paramOffsets.push_back(v.offset);
+  GradSync sync(comm, store.grads(), paramOffsets, n, bucketElems);
+  model->net.setGradReadyHook([&sync](size_t readyFrom) { sync.onGradReady(readyFrom); });
+
+  SamplerOptions so;
+  so.datasetSize = train.count;
+  so.rank = rank;
+  so.worldSize = ranks;
+  so.globalBatch = o.batch;
+  so.seed = o.seed;
+  so.shuffle = true;
+  so.dropLastBatch = o.accum > 1;  // keeps every micro-batch the same size
+  DistributedSampler sampler(so);
+  const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
+
+  std::unique_ptr<EpochLog> log;
+  if (lead && !o.logPath.empty()) {
+    log = std::make_unique<EpochLog>(
+        o.logPath, runInfo(o, ranks, threads, optOptions, n, sync.buckets().size()));
+  }
+  if (lead && out) {
+    fmt::print(out,
+               "braid-train: {} ({} params), {} lr {:g}, global batch {} over {} rank(s) x {} "
+               "micro-batch(es), {} bucket(s), {} BLAS thread(s)/rank, {} train / {} test "
+               "samples\n",
+               o.model, n, o.optimizer, opt.learningRate(), o.batch, ranks, o.accum,
+               sync.buckets().size(), threads, train.count, test.count);
+    std::fflush(out);
+  }
+
+  SoftmaxCrossEntropy ce;
+  Tensor x;
+  std::vector<int32_t> labels;
+  std::vector<int64_t> indices;
+  TrainSummary summary;
+  bool stop = false;
+  for (int epoch = 0; epoch < o.epochs && !stop; ++epoch) {
+    sampler.setEpoch(static_cast<uint64_t>(epoch));
+    Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !lead || o.quiet);
+    double sums[3] = {0, 0, 0};  // loss x samples, correct, samples (this rank)
+    double stepSeconds = 0, waitSeconds = 0;
+    int64_t steps = 0;
+    const auto epochStart = Clock::now();
+    while (sampler.next(indices)) {
+      const auto stepStart = Clock::now();
+      store.zeroGrads();
+      const size_t micro = indices.size() / static_cast<size_t>(o.accum);
+      for (int k = 0; k < o.accum; ++k) {
+        const auto part = std::span<const int64_t>(indices).subspan(
+            k * micro, k + 1 == o.accum ? indices.size() - k * micro : micro);
+        loadBatch(train, part, model->inputShape, x, labels);
+        if (k + 1 == o.accum) sync.arm();  // the last micro-batch's backward starts the sync
+        const LossResult r = ce.forward(model->net.forward(x), labels);
+        model->net.backward(ce.backward(1.0f / static_cast<float>(o.accum)));
+        sums[0] += r.loss * static_cast<double>(r.count);
+        sums[1] += static_cast<double>(r.correct);
+        sums[2] += static_cast<double>(r.count);
+      }
+      sync.finishBackward();
+      waitSeconds += sync.stepAndWait(opt, store.params());
+      stepSeconds += secondsSince(stepStart);
+      ++steps;
+      ++summary.steps;
+      if (o.checkSync) checkParamsInSync(comm, store.params(), n, summary.steps);
+      progress.update(steps, sums[2] > 0 ? sums[0] / sums[2] : 0.0);
+      if (o.maxSteps > 0 && summary.steps >= o.maxSteps) {
+        stop = true;
+        break;
+      }
+    }
+    const double epochSeconds = secondsSince(epochStart);
+    progress.finish();
+
+    comm.allReduce(sums, sums, 3, DataType::kFloat64, RedOp::kSum);
+    if (ranks > 1 && store.numBuffers() > 0) {
+      comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
+    }
+    EpochStats s;
+    s.epoch = epoch + 1;
+    s.steps = steps;
+    s.trainLoss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+    s.trainAcc = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+    s.testAcc = evaluate(comm, *model, test);
+    s.samplesPerSec = epochSeconds > 0 ? sums[2] / epochSeconds : 0.0;
+    s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
+    s.seconds = epochSeconds;
+    summary.epochs.push_back(s);
+    if (lead && out) {
+      fmt::print(out, "{}\n", formatEpoch(s, o.epochs));
+      std::fflush(out);
+    }
+    if (log) log->add(s);
+  }
+
+  if (lead && !o.dumpParams.empty()) {
+    std::ofstream f(o.dumpParams, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(store.params()),
+            static_cast<std::streamsize>(n * sizeof(float)));
+    BRAID_ENFORCE(f.good(), ErrorCode::kSystemError, "cannot write --dump-params file '{}'",
+                  o.dumpParams);
+  }
+  return summary;
+}
+
+}  // namespace braid::trainer

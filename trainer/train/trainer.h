@@ -1,0 +1,30 @@
+// The data-parallel training loop of braid-train.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "comm/braid.hpp"
+#include "trainer/train/epoch_log.h"
+#include "trainer/train/options.h"
+
+namespace braid::trainer {
+
+/// What a run did (every rank gets the same numbers, except commWaitShare which is per rank).
+struct TrainSummary {
+  std::vector<EpochStats> epochs;
+  int64_t steps = 0;  ///< optimizer steps taken
+};
+
+/// Trains `options.model` on Fashion-MNIST over `comm`, collective over all its ranks:
+/// rank 0's initial parameters and buffers are broadcast; each step every rank runs forward and
+/// backward on its share of the global batch (split into --accum micro-batches), gradients are
+/// all-reduced (avg) per bucket from the backward hook, and the optimizer steps bucket by bucket
+/// as each all-reduce completes. Batch-norm running statistics stay per rank and are broadcast
+/// from rank 0 before each evaluation. Rank 0 prints progress to stderr and one line per epoch
+/// to `out` (nullptr: nothing), and writes --log and --dump-params. Throws braid::Error on bad
+/// flags (validateForWorld), missing data, I/O and communication failures.
+TrainSummary runTraining(Communicator& comm, const TrainOptions& options, std::FILE* out);
+
+}  // namespace braid::trainer
