@@ -99,118 +99,118 @@ struct InboxHeader {
   uint64_t* ringOffsets() { return &ringOffset0; }
 };
 
-class ShmSendChannel final : public SendChannel {
- public:
-  ShmSendChannel(char* ring, const EndpointConfig& c, Doorbell* receiverBell, int peer)
-      : control_(reinterpret_cast<uint64_t*>(ring)),
-        slots_(ring + kControlBytes),
-        stride_(slotStride(c.slotBytes)),
-        slotBytes_(c.slotBytes),
-        k_(static_cast<uint64_t>(c.slots)),
-        bell_(receiverBell),
-        peer_(peer) {
-    // Fault in the first kPrefaultBytes of every slot now (the sender owns size, meta and
-    // payload until it posts), so the messages of a job's first iterations do not each pay page
-    // faults in both processes; beyond that a slot's pages fault once, on first use.
-    for (uint64_t i = 0; i < k_; ++i) {
-      char* slot = slots_ + i * stride_;
-      reinterpret_cast<SlotHeader*>(slot)->size = 0;
-      for (size_t off = 0; off < prefaultBytes(slotBytes_); off += pageBytes()) {
-        slot[kSlotHeaderBytes + off] = 0;
+/// One ring as both ends see it: the consumed counter and K slots in the receiver's inbox.
+struct RingView {
+  RingView(char* ring, const EndpointConfig& c, Doorbell* otherBell, int peerRank)
+      : control(reinterpret_cast<uint64_t*>(ring)),
+        slots(ring + kControlBytes),
+        stride(slotStride(c.slotBytes)),
+        slotBytes(c.slotBytes),
+        k(static_cast<uint64_t>(c.slots)),
+        bell(otherBell),
+        peer(peerRank) {}
+
+  SlotHeader* slot(uint64_t n) const {
+    return reinterpret_cast<SlotHeader*>(slots + (n % k) * stride);
+  }
+  /// Faults in each slot's header and first prefaultBytes() (write: the sender, which owns size,
+  /// meta and payload until it posts; read: the receiver, enough for shmem), so the messages of
+  /// a job's first iterations do not each pay page faults in both processes; beyond that a
+  /// slot's pages fault once, on first use.
+  void prefault(bool write) const {
+    atom(*control).load(std::memory_order_relaxed);
+    for (uint64_t i = 0; i < k; ++i) {
+      char* payload = reinterpret_cast<char*>(slot(i)) + kSlotHeaderBytes;
+      for (size_t off = 0; off < prefaultBytes(slotBytes); off += pageBytes()) {
+        if (write) {
+          payload[off] = 0;
+        } else {
+          atom(payload[off]).load(std::memory_order_relaxed);
+        }
       }
     }
   }
 
+  uint64_t* control;  // the receiver's consumed counter
+  char* slots;
+  size_t stride;
+  size_t slotBytes;
+  uint64_t k;
+  Doorbell* bell;  // the other end's doorbell
+  int peer;
+};
+
+class ShmSendChannel final : public SendChannel {
+ public:
+  ShmSendChannel(char* ring, const EndpointConfig& c, Doorbell* receiverBell, int peer)
+      : ring_(ring, c, receiverBell, peer) {
+    ring_.prefault(true);
+  }
+
   void* tryAcquire() override {
-    if (sent_ - consumed_ >= k_) {
-      consumed_ = atom(*control_).load(std::memory_order_acquire);
-      if (sent_ - consumed_ >= k_) return nullptr;
+    if (sent_ - consumed_ >= ring_.k) {
+      consumed_ = atom(*ring_.control).load(std::memory_order_acquire);
+      if (sent_ - consumed_ >= ring_.k) return nullptr;
     }
-    return slots_ + (sent_ % k_) * stride_ + kSlotHeaderBytes;
+    return reinterpret_cast<char*>(ring_.slot(sent_)) + kSlotHeaderBytes;
   }
 
   void post(size_t bytes, const MessageMeta& meta) override {
-    BRAID_ENFORCE(bytes <= slotBytes_, ErrorCode::kInvalidUsage,
-                  "shm post to peer {}: {} bytes exceed the slot size {}", peer_, bytes,
-                  slotBytes_);
-    BRAID_ENFORCE(sent_ - consumed_ < k_, ErrorCode::kInvalidUsage,
-                  "shm post to peer {} without a slot from tryAcquire()", peer_);
-    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (sent_ % k_) * stride_);
+    BRAID_ENFORCE(bytes <= ring_.slotBytes, ErrorCode::kInvalidUsage,
+                  "shm post to peer {}: {} bytes exceed the slot size {}", ring_.peer, bytes,
+                  ring_.slotBytes);
+    BRAID_ENFORCE(sent_ - consumed_ < ring_.k, ErrorCode::kInvalidUsage,
+                  "shm post to peer {} without a slot from tryAcquire()", ring_.peer);
+    SlotHeader* slot = ring_.slot(sent_);
     slot->size = bytes;
     slot->meta = meta;
     ++sent_;
     atom(slot->seq).store(sent_, std::memory_order_release);
-    ringDoorbellIfSleeping(*bell_);
+    ringDoorbellIfSleeping(*ring_.bell);
   }
 
-  size_t slotBytes() const override { return slotBytes_; }
-  int peer() const override { return peer_; }
+  size_t slotBytes() const override { return ring_.slotBytes; }
+  int peer() const override { return ring_.peer; }
 
  private:
-  uint64_t* control_;  // the receiver's consumed counter
-  char* slots_;
-  size_t stride_;
-  size_t slotBytes_;
-  uint64_t k_;
-  Doorbell* bell_;
-  int peer_;
+  RingView ring_;
   uint64_t sent_ = 0;      // messages posted
-  uint64_t consumed_ = 0;  // last seen value of *control_
+  uint64_t consumed_ = 0;  // last seen value of *ring_.control
 };
 
 class ShmRecvChannel final : public RecvChannel {
  public:
   ShmRecvChannel(char* ring, const EndpointConfig& c, Doorbell* senderBell, int peer)
-      : control_(reinterpret_cast<uint64_t*>(ring)),
-        slots_(ring + kControlBytes),
-        stride_(slotStride(c.slotBytes)),
-        slotBytes_(c.slotBytes),
-        k_(static_cast<uint64_t>(c.slots)),
-        bell_(senderBell),
-        peer_(peer) {
-    // Map the same pages (see ShmSendChannel); reading is enough for shmem.
-    atom(*control_).load(std::memory_order_relaxed);
-    for (uint64_t i = 0; i < k_; ++i) {
-      char* slot = slots_ + i * stride_;
-      atom(reinterpret_cast<SlotHeader*>(slot)->seq).load(std::memory_order_relaxed);
-      for (size_t off = 0; off < prefaultBytes(slotBytes_); off += pageBytes()) {
-        atom(slot[kSlotHeaderBytes + off]).load(std::memory_order_relaxed);
-      }
-    }
+      : ring_(ring, c, senderBell, peer) {
+    ring_.prefault(false);
   }
 
   const void* tryPeek(size_t* bytes, MessageMeta* meta) override {
-    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
+    SlotHeader* slot = ring_.slot(head_);
     if (atom(slot->seq).load(std::memory_order_acquire) != head_ + 1) return nullptr;
     size_t size = slot->size;
-    BRAID_ENFORCE(size <= slotBytes_, ErrorCode::kRemoteError,
-                  "shm recv from peer {}: message of {} bytes exceeds the slot size {}", peer_,
-                  size, slotBytes_);
+    BRAID_ENFORCE(size <= ring_.slotBytes, ErrorCode::kRemoteError,
+                  "shm recv from peer {}: message of {} bytes exceeds the slot size {}", ring_.peer,
+                  size, ring_.slotBytes);
     if (bytes != nullptr) *bytes = size;
     if (meta != nullptr) *meta = slot->meta;
     return reinterpret_cast<char*>(slot) + kSlotHeaderBytes;
   }
 
   void release() override {
-    auto* slot = reinterpret_cast<SlotHeader*>(slots_ + (head_ % k_) * stride_);
+    SlotHeader* slot = ring_.slot(head_);
     BRAID_ENFORCE(atom(slot->seq).load(std::memory_order_acquire) == head_ + 1,
                   ErrorCode::kInvalidUsage, "shm release from peer {} with no message peeked",
-                  peer_);
+                  ring_.peer);
     ++head_;
-    atom(*control_).store(head_, std::memory_order_release);
-    ringDoorbellIfSleeping(*bell_);
+    atom(*ring_.control).store(head_, std::memory_order_release);
+    ringDoorbellIfSleeping(*ring_.bell);
   }
 
-  int peer() const override { return peer_; }
+  int peer() const override { return ring_.peer; }
 
  private:
-  uint64_t* control_;
-  char* slots_;
-  size_t stride_;
-  size_t slotBytes_;
-  uint64_t k_;
-  Doorbell* bell_;
-  int peer_;
+  RingView ring_;
   uint64_t head_ = 0;  // messages released
 };
 
