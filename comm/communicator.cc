@@ -362,9 +362,8 @@ void CommState::workerLoop() {
   constexpr auto kGrace = std::chrono::microseconds(100);
   constexpr auto kRecheck = std::chrono::milliseconds(1);
   constexpr auto kPark = std::chrono::milliseconds(50);
-  // SCHED_IDLE: this thread never preempts the caller's thread, which usually shares its core
-  // (mpirun binds a rank to one) and runs ops itself when it waits; it gets the core whenever the
-  // caller does not use it.
+  // SCHED_IDLE while it only watches the queue: its polls never preempt the caller's thread, which
+  // usually shares its core (mpirun binds a rank to one) and runs ops itself when it waits.
   sched_param param{};
   sched_setscheduler(0, SCHED_IDLE, &param);
   std::unique_lock<std::mutex> lock(queueMutex);
@@ -392,7 +391,11 @@ void CommState::workerLoop() {
       workerCv.wait_until(lock, due);
       continue;
     }
+    // Run the op at normal priority: at SCHED_IDLE a busy machine would starve it while its
+    // peers (and maybe a thread of ours that then waits for it) wait.
+    sched_setscheduler(0, SCHED_OTHER, &param);
     runFront(lock);
+    sched_setscheduler(0, SCHED_IDLE, &param);
   }
 }
 

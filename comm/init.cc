@@ -85,6 +85,7 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   }
   const std::string host = topology::hostFingerprint();
   store.set(fmt::format("{}/{}/host/{}", prefix, jobId, rank), host);
+  store.set(fmt::format("{}/{}/cpus/{}", prefix, jobId, rank), topology::cpuSetText());
   transport::EndpointConfig config;
   config.rank = rank;
   config.size = size;
@@ -121,10 +122,24 @@ void connectState(CommState& state, const std::string& prefix, const std::string
       config.peerKinds[q] = sameHost ? transport::Kind::kShm : transport::Kind::kTcp;
     }
   }
+  // Do the ranks of this host outnumber the cores they may run on together (mpirun binding one
+  // rank per core is not oversubscribed; 4 unbound ranks on 2 cores are)?
+  std::vector<std::string> localCpus;
+  for (int q = 0; q < size; ++q) {
+    if (q == rank || config.peerKinds[q] == transport::Kind::kShm) {
+      localCpus.push_back(store.get(fmt::format("{}/{}/cpus/{}", prefix, jobId, q), hostDeadline));
+    }
+  }
+  const bool oversubscribed =
+      static_cast<int>(localCpus.size()) > topology::cpuCountOfUnion(localCpus);
   state.endpoint = transport::connect(config, store);
-  state.executor = std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted);
-  BRAID_INFO("rank {}/{}: connected (job {}, host {}, chunk {} B x {} slots, {} channel(s))", rank,
-             size, jobId, host, config.slotBytes, config.slots, config.channels);
+  state.executor =
+      std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted, oversubscribed);
+  BRAID_INFO(
+      "rank {}/{}: connected (job {}, host {}, chunk {} B x {} slots, {} channel(s), {} local "
+      "ranks{})",
+      rank, size, jobId, host, config.slotBytes, config.slots, config.channels, localCpus.size(),
+      oversubscribed ? ", more than cores: waits yield" : "");
 }
 
 std::shared_ptr<CommState> makeState(std::shared_ptr<bootstrap::Store> store, int rank, int size,

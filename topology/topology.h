@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace braid::topology {
 
@@ -9,5 +10,10 @@ namespace braid::topology {
 /// hostname plus the kernel boot id (two containers with one hostname on different machines
 /// differ). Ranks with equal fingerprints may use shared memory.
 std::string hostFingerprint();
+
+/// The CPUs this thread may run on (sched_getaffinity), as a comma-separated list of indices.
+std::string cpuSetText();
+/// How many distinct CPUs the given cpuSetText() lists name together.
+int cpuCountOfUnion(const std::vector<std::string>& cpuSets);
 
 }  // namespace braid::topology

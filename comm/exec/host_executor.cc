@@ -20,29 +20,30 @@ inline void cpuRelax() {
 #endif
 }
 
-// Idle policy: spin briefly (cheap when the peer runs on another core), then yield for a while
-// (when ranks outnumber cores the peer we wait for is often runnable but not running, and
-// sched_yield hands it the core at once, where a futex sleep would cost a wake-up each time), then
-// sleep on the doorbell in short slices so abort and dead peers are noticed within ~20 ms.
+// Idle policy, for the first kActiveWait of a wait:
+// - ranks on this host outnumber the cores they run on: yield at once and again (the peer we wait
+//   for is often runnable but not running, and sched_yield hands it the core);
+// - otherwise: spin (the peer runs on its own core; yielding would hand our core to an unrelated
+//   process for a whole time slice on a busy machine).
+// Then sleep on the doorbell in short slices, so abort and dead peers are noticed within ~20 ms
+// and a long wait costs no CPU.
 constexpr int kSpinRounds = 256;
-constexpr int kOversubscribedSpinRounds = 8;  // the peer needs our core: hand it over at once
-constexpr auto kYieldFor = std::chrono::milliseconds(2);
+constexpr int kOversubscribedSpinRounds = 8;
+constexpr auto kActiveWait = std::chrono::milliseconds(2);
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
 
 }  // namespace
 
-HostExecutor::HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted)
-    : ep_(endpoint), aborted_(aborted), rank_(endpoint.rank()), size_(endpoint.size()) {
+HostExecutor::HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted,
+                           bool oversubscribed)
+    : ep_(endpoint),
+      aborted_(aborted),
+      rank_(endpoint.rank()),
+      size_(endpoint.size()),
+      oversubscribed_(oversubscribed) {
   gatherSrcs_.resize(size_);
-  // More ranks on this host than cores we may run on: spinning only delays the peer we wait for.
-  int local = 1;
-  for (int q = 0; q < size_; ++q) {
-    if (q != rank_ && ep_.peerKind(q) == transport::Kind::kShm) ++local;
-  }
-  cpu_set_t cpus;
-  int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  spinRounds_ = local > cores ? kOversubscribedSpinRounds : kSpinRounds;
+  spinRounds_ = oversubscribed ? kOversubscribedSpinRounds : kSpinRounds;
 }
 
 char* HostExecutor::address(Buf buf, size_t elemOffset, const ExecArgs& args) const {
@@ -284,8 +285,12 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
       lastPeerCheck = now;
     }
     if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(cursors_, args, false);
-    if (now - lastProgress < kYieldFor) {
-      sched_yield();
+    if (now - lastProgress < kActiveWait) {
+      if (oversubscribed_) {
+        sched_yield();
+      } else {
+        for (int i = 0; i < 64; ++i) cpuRelax();
+      }
       continue;
     }
     const bool checkPeers = now - lastPeerCheck >= kPeerCheckEvery;

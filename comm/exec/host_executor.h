@@ -28,7 +28,10 @@ struct ExecArgs {
 
 class HostExecutor {
  public:
-  HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted);
+  /// `oversubscribed`: ranks on this host outnumber the cores they may run on (then waits yield
+  /// the core at once instead of spinning).
+  HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted,
+               bool oversubscribed);
 
   /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
   /// kAborted) naming this rank, the peer, and args.what.
@@ -55,6 +58,7 @@ class HostExecutor {
   int rank_;
   int size_;
   size_t elemSize_ = 0;
+  bool oversubscribed_ = false;
   int spinRounds_ = 0;
   std::vector<Cursor> cursors_;
   std::vector<const void*> gatherSrcs_;
