@@ -13,9 +13,11 @@ import argparse, json, os, statistics, subprocess, sys, tempfile
 
 def run_once(args, build, out_json):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    cmd = ["mpirun", "-np", str(args.ranks), "--oversubscribe", "--mca", "btl", "self,vader"]
+    # mpirun's defaults bind a rank to a core while ranks <= cores; more ranks than cores need
+    # --oversubscribe and run unbound.
+    cmd = ["mpirun", "-np", str(args.ranks), "--mca", "btl", "self,vader"]
     if args.ranks > os.cpu_count():
-        cmd += ["--bind-to", "none"]
+        cmd += ["--oversubscribe", "--bind-to", "none"]
     cmd += [os.path.join(build, "bench", args.bench), "-b", args.b, "-e", args.e, "-f", args.f,
             "-w", str(args.warmup), "-n", str(args.iters), "--baseline", "mpi", "-J", out_json]
     cmd += args.extra.split()

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -291,3 +292,31 @@ TEST_F(BraidrunTest, BadFlagsPrintUsageAndExit2) {
 }
 
 }  // namespace
+
+namespace braid::braidrun {
+namespace {
+
+// Ranks that fit the CPUs are pinned one per CPU (like mpirun); --bind-to none leaves them free;
+// a bad value is a usage error.
+TEST(BraidrunBinding, PinsOneRankPerCpuByDefaultAndNotWithNone) {
+  const std::string script = "grep Cpus_allowed_list /proc/self/status | cut -f2";
+  Result pinned = runBraidrun({"-n", "1", "--no-prefix", "sh", "-c", script});
+  EXPECT_EQ(pinned.code, 0) << pinned.err;
+  std::string cpu = pinned.out.substr(0, pinned.out.find('\n'));
+  EXPECT_TRUE(!cpu.empty() && cpu.find_first_of(",-") == std::string::npos)
+      << "expected a single CPU, got '" << cpu << "'";
+
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "needs 2 usable CPUs to tell pinned from free";
+  Result free = runBraidrun({"-n", "1", "--no-prefix", "--bind-to", "none", "sh", "-c", script});
+  EXPECT_EQ(free.code, 0) << free.err;
+  EXPECT_NE(free.out.find_first_of(",-"), std::string::npos) << free.out;
+
+  Result bad = runBraidrun({"-n", "1", "--bind-to", "socket", "true"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--bind-to"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace braid::braidrun

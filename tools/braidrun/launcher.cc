@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -77,8 +78,14 @@ void makePipe(int fds[2]) {
 // single-threaded, so no lock can be held by another thread).
 [[noreturn]] void execRank(const LaunchOptions& options, int rank, const std::string& port,
                            const std::string& secret, int outFd, int errFd, int execFd,
-                           pid_t launcher) {
+                           pid_t launcher, int cpu) {
   ::setpgid(0, 0);  // its own group, so stopping a rank stops what it started too
+  if (cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    ::sched_setaffinity(0, sizeof one, &one);  // best effort, like mpirun's binding
+  }
   // If braidrun itself is killed (SIGKILL cannot be forwarded), take the rank down with it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) ::_exit(128 + SIGKILL);
@@ -112,10 +119,21 @@ void makePipe(int fds[2]) {
 
 class Launcher {
  public:
-  explicit Launcher(const LaunchOptions& options) : options_(options) {}
+  explicit Launcher(const LaunchOptions& options) : options_(options) {
+    cpu_set_t usable;
+    if (::sched_getaffinity(0, sizeof usable, &usable) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &usable)) cpus_.push_back(c);
+    }
+    bind_ = options.bindToCore.value_or(!cpus_.empty() &&
+                                        options.ranks <= static_cast<int>(cpus_.size()));
+    if (cpus_.empty()) bind_ = false;
+  }
   int run();
 
  private:
+  /// The CPU rank `index` is pinned to, or -1.
+  int cpuFor(int index) const { return bind_ ? cpus_[index % cpus_.size()] : -1; }
   bool start(int rank, const std::string& port, const std::string& secret);
   void onSignal();
   void reap();
@@ -127,6 +145,8 @@ class Launcher {
   bool anyOpen() const;
 
   const LaunchOptions& options_;
+  std::vector<int> cpus_;  // CPUs braidrun may use
+  bool bind_ = false;
   std::vector<Rank> ranks_;
   int signalFd_ = -1;
   int exitCode_ = 0;
@@ -163,7 +183,8 @@ bool Launcher::start(int index, const std::string& port, const std::string& secr
   pid_t pid = ::fork();
   if (pid < 0) failErrno(fmt::format("braidrun: fork() for rank {}", index), errno);
   if (pid == 0) {
-    execRank(options_, index, port, secret, outPipe[1], errPipe[1], execPipe[1], self);
+    execRank(options_, index, port, secret, outPipe[1], errPipe[1], execPipe[1], self,
+             cpuFor(index));
   }
   ::setpgid(pid, pid);  // also here, so a kill(-pid) right away cannot miss
   rank.pid = pid;

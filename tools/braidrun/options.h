@@ -16,8 +16,11 @@ struct LaunchOptions {
   int port = 0;                        ///< --port: MASTER_PORT; 0 = pick a free one
   std::string hostAddr = "127.0.0.1";  ///< --host-addr: MASTER_ADDR
   double graceSeconds = 3;             ///< --grace: SIGTERM to SIGKILL when stopping ranks
-  std::vector<std::string> command;    ///< COMMAND ARGS...
-  bool help = false;                   ///< -h/--help was given
+  /// --bind-to core|none: pin rank i to the i-th CPU braidrun may use. Unset: core when the
+  /// ranks fit the CPUs (as mpirun does), none when they outnumber them.
+  std::optional<bool> bindToCore;
+  std::vector<std::string> command;  ///< COMMAND ARGS...
+  bool help = false;                 ///< -h/--help was given
 };
 
 /// A command line braidrun cannot run; main prints the message and the usage, and exits 2.
