@@ -61,6 +61,14 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   app.add_option("--dump-params", o.dumpParams,
                  "rank 0 writes the final flat parameters to FILE as raw float32");
   app.add_flag("--quiet", o.quiet, "no progress bar or progress lines");
+  app.add_option("--checkpoint-dir", o.checkpointDir,
+                 "directory of checkpoints (ckpt-<step>.bin, the newest 2 kept)");
+  app.add_option("--checkpoint-every", o.checkpointEvery,
+                 "rank 0 writes a checkpoint every K optimizer steps (0: never)")
+      ->capture_default_str();
+  app.add_flag("--resume", o.resume,
+               "continue from the newest complete checkpoint in --checkpoint-dir "
+               "(same model, rank count, --batch, optimizer, --seed and data)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -92,6 +100,12 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 ErrorCode::kInvalidUsage,
                 "--warmup-steps, --max-steps, --limit-train, --limit-test and --threads must not "
                 "be negative");
+  BRAID_ENFORCE(o.checkpointEvery >= 0, ErrorCode::kInvalidUsage,
+                "--checkpoint-every {} must not be negative", o.checkpointEvery);
+  BRAID_ENFORCE(o.checkpointEvery == 0 || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
+                "--checkpoint-every {} needs --checkpoint-dir DIR", o.checkpointEvery);
+  BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
+                "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
       std::string e(ext);

@@ -33,6 +33,9 @@ struct TrainOptions {
   int threads = 0;                 ///< BLAS threads per rank; 0: cores / ranks (at least 1)
   std::string dumpParams;          ///< rank 0 writes the final flat parameters (raw float32)
   bool quiet = false;              ///< no progress bar / progress lines
+  std::string checkpointDir;       ///< where checkpoints are written / resumed from
+  int64_t checkpointEvery = 0;     ///< rank 0 writes a checkpoint every K steps; 0: never
+  bool resume = false;             ///< continue from the newest complete checkpoint
 
   /// The optimizer settings these flags give for `globalBatch`.
   OptimizerOptions optimizerOptions() const;

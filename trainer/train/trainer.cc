@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "trainer/nn/blas.h"
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
+#include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"
 #include "trainer/train/progress.h"
 #include "trainer/train/sync_check.h"
@@ -91,6 +93,41 @@ std::string runInfo(const TrainOptions& o, int ranks, int threads, const Optimiz
   return j.dump();
 }
 
+/// --resume: rank 0 finds and verifies the newest complete checkpoint and broadcasts its path
+/// and bytes, so every rank decodes, checks and restores exactly the same state (parameters,
+/// buffers and optimizer state of rank 0's file). When rank 0 finds none it broadcasts its error
+/// message instead, so every rank fails with the same clear error. Returns the decoded state.
+CheckpointState loadResumeState(Communicator& comm, const std::string& dir,
+                                const CheckpointFingerprint& expected) {
+  LoadedCheckpoint loaded;
+  std::string error;
+  uint64_t sizes[2] = {0, 0};  // path (or error) bytes, file bytes; 0 file bytes: an error
+  if (comm.rank() == 0) {
+    try {
+      loaded = loadNewestCheckpoint(dir, stderr);
+      sizes[0] = loaded.path.size();
+      sizes[1] = loaded.bytes.size();
+    } catch (const Error& e) {
+      error = e.what();
+      sizes[0] = error.size();
+    }
+  }
+  if (comm.size() > 1) {
+    comm.broadcast(sizes, sizes, 2, DataType::kUint64, 0);
+    std::string& text = sizes[1] == 0 ? error : loaded.path;
+    text.resize(sizes[0]);
+    comm.broadcast(text.data(), text.data(), sizes[0], DataType::kUint8, 0);
+    loaded.bytes.resize(sizes[1]);
+    if (sizes[1] > 0) {
+      comm.broadcast(loaded.bytes.data(), loaded.bytes.data(), sizes[1], DataType::kUint8, 0);
+    }
+  }
+  if (sizes[1] == 0) throw Error(ErrorCode::kInvalidUsage, error);
+  CheckpointState state = decodeCheckpoint(loaded.bytes, loaded.path);
+  checkFingerprint(state.fingerprint, expected, loaded.path);
+  return state;
+}
+
 }  // namespace
 
 TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* out) {
@@ -140,6 +177,41 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   DistributedSampler sampler(so);
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
 
+  // What a checkpoint of this run must match; see checkpoint.h.
+  CheckpointFingerprint fingerprint;
+  fingerprint.layoutHash = store.layoutHash();
+  fingerprint.model = o.model;
+  fingerprint.ranks = ranks;
+  fingerprint.globalBatch = o.batch;
+  fingerprint.optimizer = optimizerKindName(optOptions.kind);
+  fingerprint.seed = o.seed;
+  fingerprint.trainSamples = train.count;
+  int firstEpoch = 0;
+  std::optional<SamplerState> resumeAt;
+  int64_t resumedStep = 0;
+  if (o.resume) {
+    CheckpointState ck = loadResumeState(comm, o.checkpointDir, fingerprint);
+    BRAID_ENFORCE(ck.params.size() == n && ck.buffers.size() == store.numBuffers(),
+                  ErrorCode::kInvalidUsage,
+                  "checkpoint of step {} holds {} parameters and {} buffers, the model has {} "
+                  "and {}",
+                  ck.step, ck.params.size(), ck.buffers.size(), n, store.numBuffers());
+    std::copy(ck.params.begin(), ck.params.end(), store.params());
+    std::copy(ck.buffers.begin(), ck.buffers.end(), store.buffers());
+    opt.loadState(ck.optimizer.data(), ck.optimizer.size());
+    BRAID_ENFORCE(opt.stepCount() == ck.step, ErrorCode::kInvalidUsage,
+                  "checkpoint of step {} holds optimizer state of step {}", ck.step,
+                  opt.stepCount());
+    sampler.restore(ck.sampler);  // validates the position against this data set
+    firstEpoch = static_cast<int>(ck.sampler.epoch);
+    resumeAt = ck.sampler;
+    resumedStep = ck.step;
+    if (lead && out) {
+      fmt::print(out, "braid-train: resumed from step {} (epoch {}, batch {})\n", ck.step,
+                 ck.sampler.epoch + 1, ck.sampler.batch);
+    }
+  }
+
   std::unique_ptr<EpochLog> log;
   if (lead && !o.logPath.empty()) {
     log = std::make_unique<EpochLog>(
@@ -160,9 +232,14 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   std::vector<int32_t> labels;
   std::vector<int64_t> indices;
   TrainSummary summary;
-  bool stop = false;
-  for (int epoch = 0; epoch < o.epochs && !stop; ++epoch) {
-    sampler.setEpoch(static_cast<uint64_t>(epoch));
+  summary.steps = resumedStep;
+  bool stop = o.maxSteps > 0 && summary.steps >= o.maxSteps;
+  for (int epoch = firstEpoch; epoch < o.epochs && !stop; ++epoch) {
+    if (resumeAt && epoch == firstEpoch) {
+      sampler.restore(*resumeAt);
+    } else {
+      sampler.setEpoch(static_cast<uint64_t>(epoch));
+    }
     Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !lead || o.quiet);
     double sums[3] = {0, 0, 0};  // loss x samples, correct, samples (this rank)
     double stepSeconds = 0, waitSeconds = 0;
@@ -189,6 +266,19 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
       ++steps;
       ++summary.steps;
       if (o.checkSync) checkParamsInSync(comm, store.params(), n, summary.steps);
+      if (lead && o.checkpointEvery > 0 && summary.steps % o.checkpointEvery == 0) {
+        CheckpointState ck;
+        ck.fingerprint = fingerprint;
+        ck.step = summary.steps;
+        ck.sampler = sampler.state();
+        if (static_cast<int64_t>(ck.sampler.batch) >= stepsPerEpoch) {
+          ck.sampler = {ck.sampler.epoch + 1, 0};  // the epoch is done: resume at the next one
+        }
+        ck.params.assign(store.params(), store.params() + n);
+        ck.buffers.assign(store.buffers(), store.buffers() + store.numBuffers());
+        ck.optimizer = opt.saveState();
+        writeCheckpoint(o.checkpointDir, ck);
+      }
       progress.update(steps, sums[2] > 0 ? sums[0] / sums[2] : 0.0);
       if (o.maxSteps > 0 && summary.steps >= o.maxSteps) {
         stop = true;

@@ -23,8 +23,11 @@ struct TrainSummary {
 /// all-reduced (avg) per bucket from the backward hook, and the optimizer steps bucket by bucket
 /// as each all-reduce completes. Batch-norm running statistics stay per rank and are broadcast
 /// from rank 0 before each evaluation. Rank 0 prints progress to stderr and one line per epoch
-/// to `out` (nullptr: nothing), and writes --log and --dump-params. Throws braid::Error on bad
-/// flags (validateForWorld), missing data, I/O and communication failures.
+/// to `out` (nullptr: nothing), and writes --log and --dump-params. With --checkpoint-every K
+/// rank 0 writes a checkpoint every K steps; with --resume every rank restores the newest
+/// complete checkpoint (checkpoint.h) and continues from its step. Throws braid::Error on bad
+/// flags (validateForWorld), missing data, I/O and communication failures, and on a checkpoint
+/// that is missing, damaged or from another model, rank count, batch, optimizer or seed.
 TrainSummary runTraining(Communicator& comm, const TrainOptions& options, std::FILE* out);
 
 }  // namespace braid::trainer
