@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""PyTorch DDP (Gloo) reference for braid-train's MLP on Fashion-MNIST.
+
+Same model (784-256-128-10, ReLU, PyTorch default init), Adam lr 1e-3, global batch split
+evenly over the ranks, the same normalisation. Prints per epoch: train loss, test accuracy and
+global samples/s of the training loop only (evaluation excluded), like braid-train.
+
+Run with Debian's torch (python3-torch): /usr/bin/python3 bench/trainer/torch_ddp_mlp.py --ranks 2
+"""
+
+import argparse
+import gzip
+import os
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
+
+MEAN = 0.2860
+STD = 0.3530
+
+
+def read_idx(path, magic, dims):
+    """Reads a gzip IDX file; fails with the file name and what was expected."""
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    header = 4 + 4 * dims
+    if len(data) < header:
+        sys.exit(f"{path}: truncated IDX header (expected {header} bytes)")
+    got_magic = struct.unpack(">I", data[:4])[0]
+    if got_magic != magic:
+        sys.exit(f"{path}: IDX magic {got_magic:#x}, expected {magic:#x}")
+    shape = struct.unpack(">" + "I" * dims, data[4:header])
+    count = int(np.prod(shape))
+    if len(data) - header != count:
+        sys.exit(f"{path}: {len(data) - header} data bytes, expected {count}")
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
+
+
+def load_split(data_dir, prefix):
+    images = read_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"), 0x803, 3)
+    labels = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"), 0x801, 1)
+    x = (images.reshape(len(images), -1).astype(np.float32) / 255.0 - MEAN) / STD
+    return torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64))
+
+
+def make_model():
+    return nn.Sequential(
+        nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)
+    )
+
+
+def worker(rank, args, port):
+    if args.bind:
+        cpus = sorted(os.sched_getaffinity(0))
+        if args.ranks <= len(cpus):  # like braidrun --bind-to core: rank i on the i-th CPU
+            os.sched_setaffinity(0, {cpus[rank]})
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+
+    x_train, y_train = load_split(args.data, "train")
+    x_test, y_test = load_split(args.data, "t10k")
+    if args.limit_train > 0:
+        x_train, y_train = x_train[: args.limit_train], y_train[: args.limit_train]
+    if args.limit_test > 0:
+        x_test, y_test = x_test[: args.limit_test], y_test[: args.limit_test]
+
+    torch.manual_seed(args.seed)  # same init on all ranks; DDP also broadcasts rank 0's
+    model = DistributedDataParallel(make_model())
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+
+    per_rank = args.batch // args.ranks
+    n = len(x_train)
+    # Like braid-train's sampler: every epoch a seeded shuffle of the whole set, global batches
+    # split evenly over the ranks; the short last batch is kept (split evenly too).
+    batches = [(b, min(args.batch, n - b) // args.ranks) for b in range(0, n, args.batch)]
+    batches = [(b, m) for b, m in batches if m > 0]
+    if rank == 0:
+        print(
+            f"torch {torch.__version__} DDP gloo: {args.ranks} ranks, global batch {args.batch} "
+            f"({per_rank}/rank), {args.threads} thread(s)/rank, {n} train / {len(x_test)} test "
+            f"samples, {len(batches)} steps/epoch",
+            flush=True,
+        )
+    for epoch in range(args.epochs):
+        g = torch.Generator()
+        g.manual_seed(args.seed * 1000003 + epoch)
+        perm = torch.randperm(n, generator=g)
+        model.train()
+        sums = torch.zeros(3, dtype=torch.float64)  # loss x samples, correct, samples
+        dist.barrier()
+        t0 = time.perf_counter()
+        for base, m in batches:
+            idx = perm[base + rank * m : base + (rank + 1) * m]
+            xb, yb = x_train[idx], y_train[idx]
+            opt.zero_grad(set_to_none=True)
+            logits = model(xb)
+            loss = loss_fn(logits, yb)
+            loss.backward()
+            opt.step()
+            sums[0] += loss.item() * m
+            sums[1] += (logits.detach().argmax(dim=1) == yb).sum().item()
+            sums[2] += m
+        elapsed = time.perf_counter() - t0  # rank 0's training time, evaluation excluded
+        dist.all_reduce(sums)
+        train_loss = sums[0].item() / sums[2].item()
+        train_acc = sums[1].item() / sums[2].item()
+
+        model.eval()
+        with torch.no_grad():  # each rank evaluates its strided share of the test set
+            pred = model.module(x_test[rank :: args.ranks]).argmax(dim=1)
+            correct = torch.tensor([(pred == y_test[rank :: args.ranks]).sum().item()])
+        dist.all_reduce(correct)
+        acc = correct.item() / len(x_test)
+        if rank == 0:
+            print(
+                f"epoch {epoch + 1}/{args.epochs}  train loss {train_loss:.4f}  "
+                f"train acc {100 * train_acc:.2f}%  test acc {100 * acc:.2f}%  "
+                f"samples/s {sums[2].item() / elapsed:.0f}  ({elapsed:.2f} s)",
+                flush=True,
+            )
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--batch", type=int, default=128, help="GLOBAL batch, split over the ranks")
+    p.add_argument("--limit-train", type=int, default=0, help="first N training samples (0: all)")
+    p.add_argument("--limit-test", type=int, default=0, help="first N test samples (0: all)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument(
+        "--threads", type=int, default=0, help="math threads per rank (default: cores / ranks, >= 1)"
+    )
+    p.add_argument("--no-bind", dest="bind", action="store_false", help="do not pin ranks to CPUs")
+    args = p.parse_args()
+    if args.ranks < 1 or args.batch % args.ranks != 0:
+        p.error(f"--batch {args.batch} must be a positive multiple of --ranks {args.ranks}")
+    if args.threads <= 0:
+        args.threads = max(1, len(os.sched_getaffinity(0)) // args.ranks)
+    import socket
+
+    with socket.socket() as s:  # a free port for the rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(worker, args=(args, port), nprocs=args.ranks, join=True)
+
+
+if __name__ == "__main__":
+    main()
