@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "kernels/kernels.h"
 
@@ -29,7 +30,8 @@ inline void cpuRelax() {
 // and a long wait costs no CPU.
 constexpr int kSpinRounds = 256;
 constexpr int kOversubscribedSpinRounds = 8;
-constexpr auto kActiveWait = std::chrono::milliseconds(2);
+// BRAID_SPIN_US overrides how long a wait stays active before sleeping.
+const Clock::duration kActiveWait = std::chrono::microseconds(envInt("BRAID_SPIN_US", 2000));
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
 
