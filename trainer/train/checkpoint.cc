@@ -25,6 +25,7 @@ constexpr char kMagic[8] = {'B', 'R', 'A', 'I', 'D', 'C', 'K', 'P'};
 // magic, version, reserved, total length: the part read before anything else.
 constexpr size_t kPrefixBytes = sizeof kMagic + 4 + 4 + 8;
 constexpr size_t kChecksumBytes = 8;
+constexpr uint32_t kLossScaleTag = 0x4c43534c;  // "LSCL" little-endian
 
 uint64_t fnv1a(const char* data, size_t size) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -154,6 +155,12 @@ std::vector<char> encodeCheckpoint(const CheckpointState& s) {
   w.putVector(s.params);
   w.putVector(s.buffers);
   w.putVector(s.optimizer);
+  if (s.lossScale) {
+    w.put<uint32_t>(kLossScaleTag);
+    w.put<float>(s.lossScale->scale);
+    w.put<int64_t>(s.lossScale->goodSteps);
+    w.put<int64_t>(s.lossScale->skippedSteps);
+  }
   std::vector<char>& out = w.bytes();
   const uint64_t total = out.size() + kChecksumBytes;
   std::memcpy(out.data() + sizeof kMagic + 8, &total, sizeof total);
@@ -204,6 +211,17 @@ CheckpointState decodeCheckpoint(const std::vector<char>& bytes, const std::stri
   s.params = r.getVector<float>();
   s.buffers = r.getVector<float>();
   s.optimizer = r.getVector<char>();
+  if (r.remaining() > 0) {
+    const uint32_t tag = r.get<uint32_t>();
+    BRAID_ENFORCE(tag == kLossScaleTag, ErrorCode::kInvalidUsage,
+                  "checkpoint '{}' has an unknown section {:08x} after the optimizer state", file,
+                  tag);
+    CheckpointLossScale ls;
+    ls.scale = r.get<float>();
+    ls.goodSteps = r.get<int64_t>();
+    ls.skippedSteps = r.get<int64_t>();
+    s.lossScale = ls;
+  }
   BRAID_ENFORCE(r.remaining() == 0 && s.step >= 0, ErrorCode::kInvalidUsage,
                 "checkpoint '{}' has {} unexpected bytes after its fields (step {})", file,
                 r.remaining(), s.step);

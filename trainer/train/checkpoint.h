@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct CheckpointFingerprint {
   int64_t trainSamples = 0;  ///< training samples used (after --limit-train)
 };
 
+/// The fp16 loss scaler's state (LossScaler), present only in checkpoints of --precision fp16.
+struct CheckpointLossScale {
+  float scale = 0;
+  int64_t goodSteps = 0;     ///< good steps since the last overflow or growth
+  int64_t skippedSteps = 0;  ///< steps skipped so far (the optimizer has step - skipped steps)
+};
+
 /// Everything a resumed run needs to continue bit-identically. There is no other random state:
 /// the shuffle is a pure function of (seed, epoch) and the layers draw nothing while training.
 struct CheckpointState {
@@ -31,13 +39,16 @@ struct CheckpointState {
   std::vector<float> params;    ///< flat parameters
   std::vector<float> buffers;   ///< flat non-trained buffers (BN running statistics, rank 0's)
   std::vector<char> optimizer;  ///< Optimizer::saveState()
+  std::optional<CheckpointLossScale> lossScale;  ///< fp16 only; an optional trailing section
 };
 
 /// Current file format version (kCheckpointMagic, then this).
 inline constexpr uint32_t kCheckpointVersion = 1;
 
 /// Serialises `state`: magic "BRAIDCKP", version, total length, fingerprint, step, sampler state,
-/// parameters, buffers, optimizer state (host little-endian), then FNV-1a 64 of all bytes before.
+/// parameters, buffers, optimizer state (host little-endian), with fp16 the optional loss-scale
+/// section (tag "LSCL", scale, good steps, skipped steps), then FNV-1a 64 of all bytes before.
+/// Without the section the bytes are exactly those of the format before fp16 existed.
 std::vector<char> encodeCheckpoint(const CheckpointState& state);
 
 /// Parses bytes made by encodeCheckpoint(). Throws Error(kInvalidUsage) naming `file` when the

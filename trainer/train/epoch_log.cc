@@ -11,11 +11,13 @@
 namespace braid::trainer {
 
 std::string formatEpoch(const EpochStats& s, int epochs) {
+  std::string fp16;
+  if (s.fp16) fp16 = fmt::format("  skipped {}  loss scale {:g}", s.skippedSteps, s.lossScale);
   return fmt::format(
       "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  samples/s {:.0f}  "
-      "comm wait {:.1f}%  ({:.1f} s)",
+      "comm wait {:.1f}%  ({:.1f} s){}",
       s.epoch, epochs, s.trainLoss, 100 * s.trainAcc, 100 * s.testAcc, s.samplesPerSec,
-      100 * s.commWaitShare, s.seconds);
+      100 * s.commWaitShare, s.seconds, fp16);
 }
 
 EpochLog::EpochLog(std::string path, std::string runInfoJson)
@@ -25,7 +27,8 @@ EpochLog::EpochLog(std::string path, std::string runInfoJson)
   std::ofstream out(path_, std::ios::trunc);
   BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot write the log file '{}'", path_);
   if (!json_) {
-    out << "epoch,steps,train_loss,train_acc,test_acc,samples_per_s,comm_wait_share,seconds\n";
+    out << "epoch,steps,train_loss,train_acc,test_acc,samples_per_s,comm_wait_share,seconds,"
+           "skipped_steps,loss_scale\n";
   }
 }
 
@@ -33,9 +36,9 @@ void EpochLog::add(const EpochStats& s) {
   rows_.push_back(s);
   if (!json_) {
     std::ofstream out(path_, std::ios::app);
-    out << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.1f},{:.6f},{:.3f}\n", s.epoch, s.steps,
-                       s.trainLoss, s.trainAcc, s.testAcc, s.samplesPerSec, s.commWaitShare,
-                       s.seconds);
+    out << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.1f},{:.6f},{:.3f},{},{:g}\n", s.epoch,
+                       s.steps, s.trainLoss, s.trainAcc, s.testAcc, s.samplesPerSec,
+                       s.commWaitShare, s.seconds, s.skippedSteps, s.lossScale);
     BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot append to the log file '{}'", path_);
     return;
   }
@@ -50,7 +53,9 @@ void EpochLog::add(const EpochStats& s) {
                              {"test_acc", r.testAcc},
                              {"samples_per_s", r.samplesPerSec},
                              {"comm_wait_share", r.commWaitShare},
-                             {"seconds", r.seconds}});
+                             {"seconds", r.seconds},
+                             {"skipped_steps", r.skippedSteps},
+                             {"loss_scale", r.lossScale}});
   }
   const std::string tmp = path_ + ".tmp";
   {

@@ -16,6 +16,9 @@ struct EpochStats {
   double samplesPerSec = 0;  ///< global training samples per second of training time
   double commWaitShare = 0;  ///< rank 0's time blocked on requests / its step time
   double seconds = 0;        ///< training wall time of the epoch (evaluation excluded)
+  bool fp16 = false;         ///< --precision fp16: the console line shows the two below
+  int64_t skippedSteps = 0;  ///< fp16: steps skipped for inf/NaN gradients in this epoch
+  double lossScale = 1;      ///< fp16: the loss scale at the end of the epoch (fp32: 1)
 };
 
 /// The console line of an epoch.

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "common/deadline.h"
 #include "common/error.h"
+#include "kernels/convert.h"
 
 namespace braid::trainer {
 
@@ -66,6 +68,14 @@ void GradSync::onGradReady(size_t readyFrom) {
   if (!armed_) return;  // an accumulation micro-batch: no sync yet
   while (started_ < buckets_.size() && buckets_[started_].begin >= readyFrom) {
     const Bucket& b = buckets_[started_];
+    if (half_) {
+      uint16_t* h = halfGrads_.data() + b.begin;
+      kernels::detail::floatToHalfN(h, grads_ + b.begin, b.end - b.begin);
+      requests_[started_] =
+          comm_.allReduceAsync(h, h, b.end - b.begin, DataType::kFloat16, RedOp::kAvg);
+      ++started_;
+      continue;
+    }
     requests_[started_] = comm_.allReduceAsync(grads_ + b.begin, grads_ + b.begin, b.end - b.begin,
                                                DataType::kFloat32, RedOp::kAvg);
     ++started_;
@@ -89,6 +99,53 @@ double GradSync::stepAndWait(Optimizer& opt, float* params) {
   opt.finishStep();
   armed_ = false;
   return waited;
+}
+
+void GradSync::setHalfPrecision(bool on) {
+  BRAID_ENFORCE(!armed_, ErrorCode::kInvalidUsage,
+                "gradient sync: precision changed in the middle of a step");
+  half_ = on;
+  const size_t n = buckets_.empty() ? 0 : buckets_.front().end;
+  halfGrads_.assign(on ? n : 0, 0);
+}
+
+GradSync::ScaledStep GradSync::stepAndWaitScaled(Optimizer& opt, float* params,
+                                                 LossScaler& scaler) {
+  BRAID_ENFORCE(half_, ErrorCode::kInvalidUsage,
+                "gradient sync: stepAndWaitScaled needs setHalfPrecision(true)");
+  BRAID_ENFORCE(armed_ && started_ == buckets_.size(), ErrorCode::kInvalidUsage,
+                "gradient sync: stepAndWaitScaled before all {} buckets were started ({} started)",
+                buckets_.size(), started_);
+  ScaledStep result;
+  const float scale = scaler.scale();
+  int32_t overflow = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    const Bucket& b = buckets_[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    requests_[i].wait(Deadline::after(2 * timeoutSeconds_));
+    result.waitSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    float* g = grads_ + b.begin;
+    kernels::detail::halfToFloatN(g, halfGrads_.data() + b.begin, b.end - b.begin);
+    for (size_t k = 0; k < b.end - b.begin; ++k) {
+      g[k] /= scale;
+      if (!std::isfinite(g[k])) overflow = 1;
+    }
+  }
+  armed_ = false;
+  // Every rank sees the same averaged half values, but a skip must never depend on that: one
+  // int per step makes the decision explicitly collective.
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_.allReduce(&overflow, &overflow, 1, DataType::kInt32, RedOp::kMax);
+  result.waitSeconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.skipped = overflow != 0;
+  if (!result.skipped) {
+    for (const Bucket& b : buckets_) opt.stepRange(params, grads_, b.begin, b.end);
+    opt.finishStep();
+  }
+  scaler.update(result.skipped);
+  return result;
 }
 
 }  // namespace braid::trainer

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "comm/braid.hpp"
 #include "trainer/nn/optimizer.h"
+#include "trainer/train/loss_scaler.h"
 
 namespace braid::trainer {
 
@@ -53,6 +55,24 @@ class GradSync {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
+  /// Switches to fp16 communication: each bucket's gradients are converted to float16 into a
+  /// per-bucket half buffer when the bucket starts, all-reduced as DataType::kFloat16 with
+  /// RedOp::kAvg (half the bytes), and converted back by stepAndWaitScaled(). Call before arm().
+  void setHalfPrecision(bool on);
+  bool halfPrecision() const { return half_; }
+
+  /// What one fp16 step did.
+  struct ScaledStep {
+    double waitSeconds = 0;  ///< seconds blocked in Request::wait
+    bool skipped = false;    ///< some rank saw inf/NaN: no rank stepped
+  };
+  /// The fp16 counterpart of stepAndWait(): waits for every bucket, converts it back to float32
+  /// divided by scaler.scale(), and checks it for inf/NaN. The ranks agree on a skip with one
+  /// allReduce(kMax) of an int flag; then either every rank steps the optimizer on every bucket
+  /// or none does (parameters and optimizer state untouched). Updates `scaler` either way.
+  /// Needs setHalfPrecision(true).
+  ScaledStep stepAndWaitScaled(Optimizer& opt, float* params, LossScaler& scaler);
+
  private:
   Communicator& comm_;
   float* grads_;
@@ -60,6 +80,8 @@ class GradSync {
   std::vector<Request> requests_;
   size_t started_ = 0;  // buckets [0, started_) have been started this step
   bool armed_ = false;
+  bool half_ = false;
+  std::vector<uint16_t> halfGrads_;  // fp16 mode: bucket b at [b.begin, b.end), like grads_
   double timeoutSeconds_;
 };
 

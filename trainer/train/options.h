@@ -6,6 +6,7 @@
 #include <string>
 
 #include "trainer/nn/optimizer.h"
+#include "trainer/train/loss_scaler.h"
 
 namespace braid::trainer {
 
@@ -18,7 +19,9 @@ struct TrainOptions {
   float weightDecay = 0.0f;        ///< L2 (sgd/adam) or decoupled (adamw)
   int64_t warmupSteps = 0;         ///< linear learning-rate warm-up over this many steps
   bool scaleLr = false;            ///< linear scaling rule: lr x globalBatch / 256
-  std::string precision = "fp32";  ///< only fp32 is supported
+  std::string precision = "fp32";  ///< "fp32", or "fp16": fp16 gradient all-reduce + loss scaling
+  std::optional<float> lossScale;  ///< fp16: a fixed loss scale; nullopt: dynamic
+  float initScale = 65536.0f;      ///< fp16: the first dynamic loss scale
   int epochs = 10;                 ///< passes over the training set
   int64_t batch = 128;             ///< GLOBAL batch: per-rank batch x ranks
   std::string dataDir;             ///< Fashion-MNIST directory (IDX files, plain or .gz)
@@ -36,6 +39,9 @@ struct TrainOptions {
   std::string checkpointDir;       ///< where checkpoints are written / resumed from
   int64_t checkpointEvery = 0;     ///< rank 0 writes a checkpoint every K steps; 0: never
   bool resume = false;             ///< continue from the newest complete checkpoint
+
+  /// The loss scaler settings these flags give (meaningful with --precision fp16).
+  LossScalerOptions lossScalerOptions() const;
 
   /// The optimizer settings these flags give for `globalBatch`.
   OptimizerOptions optimizerOptions() const;

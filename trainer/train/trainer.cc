@@ -19,6 +19,7 @@
 #include "trainer/nn/models.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"
+#include "trainer/train/loss_scaler.h"
 #include "trainer/train/progress.h"
 #include "trainer/train/sync_check.h"
 
@@ -81,6 +82,8 @@ std::string runInfo(const TrainOptions& o, int ranks, int threads, const Optimiz
                       {"warmup_steps", o.warmupSteps},
                       {"scale_lr", o.scaleLr},
                       {"precision", o.precision},
+                      {"loss_scale", o.lossScale ? nlohmann::json(*o.lossScale) : "dynamic"},
+                      {"init_scale", o.initScale},
                       {"epochs", o.epochs},
                       {"global_batch", o.batch},
                       {"ranks", ranks},
@@ -165,6 +168,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   for (const ParamView& v : store.paramViews()) paramOffsets.push_back(v.offset);
   GradSync sync(comm, store.grads(), paramOffsets, n, bucketElems);
   model->net.setGradReadyHook([&sync](size_t readyFrom) { sync.onGradReady(readyFrom); });
+  const bool fp16 = o.precision == "fp16";
+  sync.setHalfPrecision(fp16);
+  LossScaler scaler(o.lossScalerOptions());
 
   SamplerOptions so;
   so.datasetSize = train.count;
@@ -199,9 +205,15 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     std::copy(ck.params.begin(), ck.params.end(), store.params());
     std::copy(ck.buffers.begin(), ck.buffers.end(), store.buffers());
     opt.loadState(ck.optimizer.data(), ck.optimizer.size());
-    BRAID_ENFORCE(opt.stepCount() == ck.step, ErrorCode::kInvalidUsage,
-                  "checkpoint of step {} holds optimizer state of step {}", ck.step,
-                  opt.stepCount());
+    // fp16 skips leave the optimizer behind the loop's step count. A checkpoint without the
+    // loss-scale section (fp32) starts fp16 from the initial scale.
+    const int64_t skipped = ck.lossScale ? ck.lossScale->skippedSteps : 0;
+    if (fp16 && ck.lossScale) {
+      scaler.restore(ck.lossScale->scale, ck.lossScale->goodSteps, skipped);
+    }
+    BRAID_ENFORCE(opt.stepCount() == ck.step - skipped, ErrorCode::kInvalidUsage,
+                  "checkpoint of step {} ({} skipped) holds optimizer state of step {}", ck.step,
+                  skipped, opt.stepCount());
     sampler.restore(ck.sampler);  // validates the position against this data set
     firstEpoch = static_cast<int>(ck.sampler.epoch);
     resumeAt = ck.sampler;
@@ -244,6 +256,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     double sums[3] = {0, 0, 0};  // loss x samples, correct, samples (this rank)
     double stepSeconds = 0, waitSeconds = 0;
     int64_t steps = 0;
+    const int64_t skippedBefore = scaler.skippedSteps();
     const auto epochStart = Clock::now();
     while (sampler.next(indices)) {
       const auto stepStart = Clock::now();
@@ -255,13 +268,19 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
         loadBatch(train, part, model->inputShape, x, labels);
         if (k + 1 == o.accum) sync.arm();  // the last micro-batch's backward starts the sync
         const LossResult r = ce.forward(model->net.forward(x), labels);
-        model->net.backward(ce.backward(1.0f / static_cast<float>(o.accum)));
+        // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
+        const float lossScale = fp16 ? scaler.scale() : 1.0f;
+        model->net.backward(ce.backward(lossScale / static_cast<float>(o.accum)));
         sums[0] += r.loss * static_cast<double>(r.count);
         sums[1] += static_cast<double>(r.correct);
         sums[2] += static_cast<double>(r.count);
       }
       sync.finishBackward();
-      waitSeconds += sync.stepAndWait(opt, store.params());
+      if (fp16) {
+        waitSeconds += sync.stepAndWaitScaled(opt, store.params(), scaler).waitSeconds;
+      } else {
+        waitSeconds += sync.stepAndWait(opt, store.params());
+      }
       stepSeconds += secondsSince(stepStart);
       ++steps;
       ++summary.steps;
@@ -277,6 +296,10 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
         ck.params.assign(store.params(), store.params() + n);
         ck.buffers.assign(store.buffers(), store.buffers() + store.numBuffers());
         ck.optimizer = opt.saveState();
+        if (fp16) {
+          ck.lossScale =
+              CheckpointLossScale{scaler.scale(), scaler.goodSteps(), scaler.skippedSteps()};
+        }
         writeCheckpoint(o.checkpointDir, ck);
       }
       progress.update(steps, sums[2] > 0 ? sums[0] / sums[2] : 0.0);
@@ -301,6 +324,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     s.samplesPerSec = epochSeconds > 0 ? sums[2] / epochSeconds : 0.0;
     s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
     s.seconds = epochSeconds;
+    s.fp16 = fp16;
+    s.skippedSteps = scaler.skippedSteps() - skippedBefore;
+    s.lossScale = fp16 ? scaler.scale() : 1.0;
     summary.epochs.push_back(s);
     if (lead && out) {
       fmt::print(out, "{}\n", formatEpoch(s, o.epochs));
@@ -309,6 +335,8 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     if (log) log->add(s);
   }
 
+  summary.skippedSteps = scaler.skippedSteps();
+  summary.lossScale = fp16 ? scaler.scale() : 1.0;
   if (lead && !o.dumpParams.empty()) {
     std::ofstream f(o.dumpParams, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(store.params()),
