@@ -64,6 +64,10 @@ float Optimizer::learningRate() const {
   if (options_.linearScaling) lr *= static_cast<double>(options_.globalBatch) / 256.0;
   if (step_ < options_.warmupSteps) {
     lr *= static_cast<double>(step_ + 1) / static_cast<double>(options_.warmupSteps);
+  } else if (options_.decaySteps > 0) {
+    const double span = std::max<int64_t>(1, options_.decaySteps - options_.warmupSteps);
+    const double progress = std::min(1.0, static_cast<double>(step_ - options_.warmupSteps) / span);
+    lr *= 0.5 * (1.0 + std::cos(M_PI * progress));
   }
   return static_cast<float>(lr);
 }

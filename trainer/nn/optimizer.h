@@ -25,6 +25,9 @@ struct OptimizerOptions {
   int64_t warmupSteps = 0;     ///< linear warm-up: step t (0-based) uses lr * (t+1)/K for t < K
   bool linearScaling = false;  ///< Goyal et al. 2017: lr x globalBatch / 256
   int64_t globalBatch = 256;   ///< used by linearScaling
+  /// Cosine decay: from the end of warm-up to step decaySteps the rate falls along half a cosine
+  /// to 0 (lr * (1 + cos(pi * progress)) / 2); 0 keeps it constant.
+  int64_t decaySteps = 0;
 };
 
 /// Updates the flat parameters from the flat gradients, element by element, following PyTorch's

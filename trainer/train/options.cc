@@ -39,6 +39,10 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--weight-decay", o.weightDecay, "weight decay (decoupled for adamw)")
       ->capture_default_str();
+  app.add_option("--lr-schedule", o.lrSchedule,
+                 "after warm-up: constant, or cosine (decays to 0 over the run's steps)")
+      ->check(CLI::IsMember({"constant", "cosine"}))
+      ->capture_default_str();
   app.add_option("--warmup-steps", o.warmupSteps, "linear learning-rate warm-up steps")
       ->capture_default_str();
   app.add_flag("--scale-lr", o.scaleLr, "linear scaling rule: lr x global batch / 256");

@@ -12,13 +12,14 @@ namespace braid::trainer {
 
 /// What one training run does. Filled by parseTrainOptions(); all ranks parse the same argv.
 struct TrainOptions {
-  std::string model = "mlp";       ///< "mlp" or "resnet"
-  std::string optimizer = "adam";  ///< "sgd", "adam", "adamw"
-  std::optional<float> lr;         ///< nullopt: 1e-3 for adam/adamw, 0.05 for sgd
-  float momentum = 0.9f;           ///< SGD momentum
-  float weightDecay = 0.0f;        ///< L2 (sgd/adam) or decoupled (adamw)
-  int64_t warmupSteps = 0;         ///< linear learning-rate warm-up over this many steps
-  bool scaleLr = false;            ///< linear scaling rule: lr x globalBatch / 256
+  std::string model = "mlp";            ///< "mlp" or "resnet"
+  std::string optimizer = "adam";       ///< "sgd", "adam", "adamw"
+  std::optional<float> lr;              ///< nullopt: 1e-3 for adam/adamw, 0.05 for sgd
+  float momentum = 0.9f;                ///< SGD momentum
+  float weightDecay = 0.0f;             ///< L2 (sgd/adam) or decoupled (adamw)
+  int64_t warmupSteps = 0;              ///< linear learning-rate warm-up over this many steps
+  std::string lrSchedule = "constant";  ///< constant | cosine (decay to 0 over the whole run)
+  bool scaleLr = false;                 ///< linear scaling rule: lr x globalBatch / 256
   std::string precision = "fp32";  ///< "fp32", or "fp16": fp16 gradient all-reduce + loss scaling
   std::optional<float> lossScale;  ///< fp16: a fixed loss scale; nullopt: dynamic
   float initScale = 65536.0f;      ///< fp16: the first dynamic loss scale

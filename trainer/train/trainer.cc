@@ -80,6 +80,7 @@ std::string runInfo(const TrainOptions& o, int ranks, int threads, const Optimiz
                       {"momentum", o.momentum},
                       {"weight_decay", o.weightDecay},
                       {"warmup_steps", o.warmupSteps},
+                      {"lr_schedule", o.lrSchedule},
                       {"scale_lr", o.scaleLr},
                       {"precision", o.precision},
                       {"loss_scale", o.lossScale ? nlohmann::json(*o.lossScale) : "dynamic"},
@@ -160,8 +161,6 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     }
   }
 
-  const OptimizerOptions optOptions = o.optimizerOptions();
-  Optimizer opt(optOptions, n);
   const size_t bucketElems =
       std::max<size_t>(1, static_cast<size_t>(o.bucketMb * 1024 * 1024 / sizeof(float)));
   std::vector<size_t> paramOffsets;
@@ -182,6 +181,13 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   so.dropLastBatch = o.accum > 1;  // keeps every micro-batch the same size
   DistributedSampler sampler(so);
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
+
+  OptimizerOptions optOptions = o.optimizerOptions();
+  if (o.lrSchedule == "cosine") {
+    const int64_t runSteps = stepsPerEpoch * o.epochs;
+    optOptions.decaySteps = o.maxSteps > 0 ? std::min<int64_t>(o.maxSteps, runSteps) : runSteps;
+  }
+  Optimizer opt(optOptions, n);
 
   // What a checkpoint of this run must match; see checkpoint.h.
   CheckpointFingerprint fingerprint;

@@ -173,3 +173,32 @@ TEST(OptimizerTest, ParseNames) {
 
 }  // namespace
 }  // namespace braid::trainer
+
+namespace braid::trainer {
+namespace {
+
+// Warm-up, then half a cosine from the base rate to 0 at decaySteps, and 0 after.
+TEST(OptimizerTest, CosineDecayAfterWarmup) {
+  OptimizerOptions o;
+  o.kind = OptimizerKind::kSgd;
+  o.lr = 0.4f;
+  o.warmupSteps = 2;
+  o.decaySteps = 12;
+  Optimizer opt(o, 1);
+  float p = 0, g = 0;
+  std::vector<float> rates;
+  for (int t = 0; t < 14; ++t) {
+    rates.push_back(opt.learningRate());
+    opt.step(&p, &g);
+  }
+  EXPECT_FLOAT_EQ(rates[0], 0.2f);  // warm-up: 0.4 * 1/2
+  EXPECT_FLOAT_EQ(rates[1], 0.4f);
+  EXPECT_FLOAT_EQ(rates[2], 0.4f);    // decay starts at the base rate
+  EXPECT_NEAR(rates[7], 0.2f, 1e-6);  // half way: (1 + cos(pi/2)) / 2
+  EXPECT_NEAR(rates[12], 0.0f, 1e-7);
+  EXPECT_NEAR(rates[13], 0.0f, 1e-7);
+  for (int t = 3; t < 13; ++t) EXPECT_LT(rates[t], rates[t - 1]) << "step " << t;
+}
+
+}  // namespace
+}  // namespace braid::trainer
