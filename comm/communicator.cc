@@ -64,17 +64,24 @@ bool isInPlace(const OpDesc& d, int rank, size_t elem) {
 CommState::CommState(int r, int n, const ResolvedOptions& o)
     : rank(r), size(n), options(o), sendSeq(n, 0), recvSeq(n, 0) {}
 
+void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message) {
+  {
+    std::lock_guard<std::mutex> opLock(op.mutex);
+    op.done = true;
+    op.code = code;
+    op.message = std::move(message);
+  }
+  op.doneCv.notify_all();
+}
+
 CommState::~CommState() {
   {
     std::lock_guard<std::mutex> lock(queueMutex);
     stopping = true;
     for (auto& op : queue) {
-      std::lock_guard<std::mutex> opLock(op->mutex);
-      op->done = true;
-      op->code = ErrorCode::kAborted;
-      op->message = fmt::format("rank {}: {} was still queued when the communicator was destroyed",
-                                rank, collectiveName(op->desc.coll));
-      op->doneCv.notify_all();
+      completeOp(*op, ErrorCode::kAborted,
+                 fmt::format("rank {}: {} was still queued when the communicator was destroyed",
+                             rank, collectiveName(op->desc.coll)));
     }
     queue.clear();
   }
@@ -188,11 +195,9 @@ void CommState::execute(const OpDesc& d) {
   args.header.op = reduces(d.coll) ? d.op : RedOp::kSum;
   args.header.count = d.count;
   args.header.pieceBytes = static_cast<uint32_t>(options.slotBytes);
-  {
-    size_t inCount, outCount;
-    bufferCounts(d, size, &inCount, &outCount);
-    args.streamOutput = outCount * elem >= options.streamBytes;
-  }
+  size_t inCount, outCount;
+  bufferCounts(d, size, &inCount, &outCount);
+  args.streamOutput = outCount * elem >= options.streamBytes;
 
   std::shared_ptr<const comm::RankProgram> prog;
   comm::RankProgram p2pProgram;
@@ -227,8 +232,6 @@ void CommState::execute(const OpDesc& d) {
       args.header.count = 0;
     } else {
       spec.shape = shapeOf(d.coll);
-      size_t inCount, outCount;
-      bufferCounts(d, size, &inCount, &outCount);
       comm::Choice choice = comm::choose(tunerConfig(), spec.shape, inCount * elem);
       spec.family = choice.family;
       spec.lanes = choice.lanes;
@@ -280,24 +283,15 @@ void CommState::runBlocking(const OpDesc& desc) {
 }
 
 void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
-  ErrorCode code = ErrorCode::kOk;
-  std::string message;
   try {
     execute(op->desc);
+    completeOp(*op, ErrorCode::kOk, "");
   } catch (const Error& e) {
-    code = e.code();
-    message = e.what();
+    completeOp(*op, e.code(), e.what());
   } catch (const std::exception& e) {
-    code = ErrorCode::kInternal;
-    message = fmt::format("rank {}: internal error: {}", rank, e.what());
+    completeOp(*op, ErrorCode::kInternal,
+               fmt::format("rank {}: internal error: {}", rank, e.what()));
   }
-  {
-    std::lock_guard<std::mutex> opLock(op->mutex);
-    op->done = true;
-    op->code = code;
-    op->message = std::move(message);
-  }
-  op->doneCv.notify_all();
 }
 
 void CommState::runFront(std::unique_lock<std::mutex>& lock) {
@@ -404,12 +398,9 @@ void CommState::abort(const std::string& why) {
   if (endpoint) endpoint->signalAbort(fmt::format("{}|{}", int(ErrorCode::kAborted), why));
   std::lock_guard<std::mutex> lock(queueMutex);
   for (auto& op : queue) {
-    std::lock_guard<std::mutex> opLock(op->mutex);
-    op->done = true;
-    op->code = ErrorCode::kAborted;
-    op->message = fmt::format("rank {}: {} aborted before it started: {}", rank,
-                              collectiveName(op->desc.coll), why);
-    op->doneCv.notify_all();
+    completeOp(*op, ErrorCode::kAborted,
+               fmt::format("rank {}: {} aborted before it started: {}", rank,
+                           collectiveName(op->desc.coll), why));
   }
   queue.clear();
   waitersCv.notify_all();

@@ -121,6 +121,8 @@ struct CommState {
   /// Pops the front op and runs it on this thread (queueMutex held on entry and exit, released
   /// while it runs).
   void runFront(std::unique_lock<std::mutex>& lock);
+  /// Marks an op finished with `code` (kOk: success) and wakes whoever waits on it.
+  static void completeOp(Request::Op& op, ErrorCode code, std::string message);
   /// Runs one dequeued op and completes it (never throws).
   void runQueued(const std::shared_ptr<Request::Op>& op);
   std::weak_ptr<CommState> self;

@@ -27,12 +27,6 @@ OpHeader decodeHeader(const transport::MessageMeta& m) {
   return h;
 }
 
-bool operator==(const OpHeader& a, const OpHeader& b) {
-  return encodeHeader(a).words[0] == encodeHeader(b).words[0] &&
-         encodeHeader(a).words[1] == encodeHeader(b).words[1] && a.count == b.count &&
-         a.pieceBytes == b.pieceBytes;
-}
-
 std::string describeHeader(const OpHeader& h) {
   std::string text = fmt::format("{} #{} ({} x {}", collectiveName(h.coll), h.seq, h.count,
                                  isValid(h.dtype) ? dataTypeName(h.dtype) : "?");

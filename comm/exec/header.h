@@ -24,7 +24,6 @@ struct OpHeader {
 
 transport::MessageMeta encodeHeader(const OpHeader& header);
 OpHeader decodeHeader(const transport::MessageMeta& meta);
-bool operator==(const OpHeader& a, const OpHeader& b);
 /// "allreduce #3 (1024 x float, sum, ring)" — no rank; callers add who said it.
 std::string describeHeader(const OpHeader& header);
 

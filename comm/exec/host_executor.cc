@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "common/env.h"
@@ -63,8 +64,9 @@ std::string HostExecutor::what(const ExecArgs& args) const {
 
 void HostExecutor::checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes,
                                int peer, const ExecArgs& args) {
-  OpHeader got = decodeHeader(meta);
-  if (!(got == args.header)) {
+  // Compared as encoded words (encoded once per run); decoded only to describe a mismatch.
+  if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) != 0) {
+    OpHeader got = decodeHeader(meta);
     fail(ErrorCode::kMismatch,
          "rank {}: {}: collective mismatch with peer rank {}: this rank called {}, peer rank {} "
          "called {}",
@@ -187,7 +189,7 @@ bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
   } else if (in != nullptr) {
     in->release();
   }
-  if (outCh != nullptr) outCh->post(bytes, encodeHeader(args.header));
+  if (outCh != nullptr) outCh->post(bytes, expectedMeta_);
   if (++c.piece == pieceCount(s.count, per)) {
     c.piece = 0;
     c.step++;
@@ -257,6 +259,7 @@ void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const Exec
 
 void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
   elemSize_ = dataTypeSize(args.dtype);
+  expectedMeta_ = encodeHeader(args.header);
   cursors_.clear();
   for (const Lane& lane : program.lanes) {
     if (!lane.steps.empty()) cursors_.push_back(Cursor{&lane, 0, 0});

@@ -58,6 +58,8 @@ class HostExecutor {
   int rank_;
   int size_;
   size_t elemSize_ = 0;
+  transport::MessageMeta expectedMeta_;  // args.header encoded: sent with, and expected in, each
+                                         // message of this run
   bool oversubscribed_ = false;
   int spinRounds_ = 0;
   std::vector<Cursor> cursors_;
