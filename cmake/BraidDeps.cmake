@@ -71,3 +71,11 @@ if(NOT BRAID_WITH_CUDA STREQUAL "OFF")
 endif()
 braid_resolve(CUDA _cuda_found "no nvcc found")
 
+if(BRAID_HAVE_CUDA)
+  # A100 and H100/H200 machine code, plus PTX for newer GPUs.
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual")
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+endif()
