@@ -26,7 +26,14 @@
 namespace braid {
 
 /// Which collective algorithm to run (kAuto lets the tuner choose). BRAID_ALGO overrides kAuto.
-enum class Algorithm : uint8_t { kAuto = 0, kRing = 1, kOneShot = 2, kChain = 3 };
+enum class Algorithm : uint8_t {
+  kAuto = 0,
+  kRing = 1,
+  kOneShot = 2,
+  kChain = 3,
+  kTree = 4,  ///< double binary tree (latency-bound sizes)
+  kHier = 5,  ///< hierarchical: intra-node reduce-scatter, inter-node all-reduce, all-gather
+};
 const char* algorithmName(Algorithm algo);
 /// Parses "auto", "ring", "oneshot", "chain"; false on an unknown name.
 bool parseAlgorithm(const std::string& name, Algorithm* out);

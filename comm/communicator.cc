@@ -429,6 +429,10 @@ Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
       return Algorithm::kOneShot;
     case Family::kChain:
       return Algorithm::kChain;
+    case Family::kTree:
+      return Algorithm::kTree;
+    case Family::kHier:
+      return Algorithm::kHier;
   }
   return Algorithm::kAuto;
 }

@@ -43,7 +43,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   if (r.algorithm == Algorithm::kAuto) {
     if (auto name = envString("BRAID_ALGO")) {
       BRAID_ENFORCE(parseAlgorithm(*name, &r.algorithm), ErrorCode::kInvalidUsage,
-                    "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot or chain",
+                    "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot, chain, tree or hier",
                     *name);
     }
   }

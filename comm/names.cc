@@ -14,6 +14,10 @@ const char* algorithmName(Algorithm algo) {
       return "oneshot";
     case Algorithm::kChain:
       return "chain";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kHier:
+      return "hier";
   }
   return "?";
 }
@@ -23,7 +27,9 @@ bool parseAlgorithm(const std::string& name, Algorithm* out) {
                                                              {"ring", Algorithm::kRing},
                                                              {"oneshot", Algorithm::kOneShot},
                                                              {"direct", Algorithm::kOneShot},
-                                                             {"chain", Algorithm::kChain}};
+                                                             {"chain", Algorithm::kChain},
+                                                             {"tree", Algorithm::kTree},
+                                                             {"hier", Algorithm::kHier}};
   for (auto& [text, algo] : kNames) {
     if (strcasecmp(name.c_str(), text) == 0) {
       *out = algo;

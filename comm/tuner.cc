@@ -17,6 +17,10 @@ Family familyOf(Algorithm algo) {
       return Family::kDirect;
     case Algorithm::kChain:
       return Family::kChain;
+    case Algorithm::kTree:
+      return Family::kTree;
+    case Algorithm::kHier:
+      return Family::kHier;
     case Algorithm::kAuto:
       break;
   }

@@ -27,11 +27,13 @@ constexpr std::array<std::pair<RedOp, const char*>, 5> kOpNames{{
     {RedOp::kAvg, "avg"},
 }};
 
-constexpr std::array<std::pair<Algorithm, const char*>, 4> kAlgoNames{{
+constexpr std::array<std::pair<Algorithm, const char*>, 6> kAlgoNames{{
     {Algorithm::kAuto, "auto"},
     {Algorithm::kRing, "ring"},
     {Algorithm::kOneShot, "oneshot"},
     {Algorithm::kChain, "chain"},
+    {Algorithm::kTree, "tree"},
+    {Algorithm::kHier, "hier"},
 }};
 
 template <typename T, size_t N>

@@ -67,6 +67,10 @@ const char* familyName(Family family) {
       return "oneshot";
     case Family::kChain:
       return "chain";
+    case Family::kTree:
+      return "tree";
+    case Family::kHier:
+      return "hier";
   }
   return "?";
 }
@@ -88,6 +92,9 @@ bool familySupports(Family family, Shape shape) {
       return true;
     case Family::kChain:
       return shape == Shape::kBroadcast || shape == Shape::kReduce;
+    case Family::kTree:
+    case Family::kHier:
+      return false;  // not built yet
   }
   return false;
 }
@@ -106,6 +113,9 @@ RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
       return buildDirect(spec, rank);
     case Family::kChain:
       return buildChain(spec, rank);
+    case Family::kTree:
+    case Family::kHier:
+      break;
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");
 }

@@ -64,7 +64,7 @@ enum class Shape : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast,
 const char* shapeName(Shape shape);
 
 /// Which family of schedules. (The public braid::Algorithm maps onto this.)
-enum class Family : uint8_t { kRing, kDirect, kChain };
+enum class Family : uint8_t { kRing, kDirect, kChain, kTree, kHier };
 const char* familyName(Family family);
 
 struct ScheduleSpec {
