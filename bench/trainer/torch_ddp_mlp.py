@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""PyTorch DDP (Gloo) reference for braid-train's MLP on Fashion-MNIST.
+"""PyTorch DDP (Gloo) reference for braid-train's MLP and ResNet on Fashion-MNIST.
 
-Same model (784-256-128-10, ReLU, PyTorch default init), Adam lr 1e-3, global batch split
-evenly over the ranks, the same normalisation. Prints per epoch: train loss, test accuracy and
+Same models (--model mlp: 784-256-128-10 with ReLU; --model resnet: braid-train's small ResNet,
+see trainer/nn/models.h), PyTorch default init, Adam lr 1e-3 (or --optimizer sgd), global batch
+split evenly over the ranks, the same normalisation. Prints per epoch: train loss, test accuracy and
 global samples/s of the training loop only (evaluation excluded), like braid-train.
 
 Run with Debian's torch (python3-torch): /usr/bin/python3 bench/trainer/torch_ddp_mlp.py --ranks 2
@@ -50,9 +51,44 @@ def load_split(data_dir, prefix):
     return torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64))
 
 
-def make_model():
+class ResidualBlock(nn.Module):
+    """braid-train's block: conv3x3-BN-ReLU-conv3x3-BN plus identity or 1x1 projection, ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+        self.proj = None
+        if cin != cout or stride != 1:
+            self.proj = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, 0, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x):
+        return torch.relu(self.main(x) + (x if self.proj is None else self.proj(x)))
+
+
+def make_model(name):
+    if name == "mlp":
+        return nn.Sequential(
+            nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)
+        )
+    # stem 1->16 at 28x28; stages 16 (28x28), 32 (14x14), 64 (7x7); global average pool; fc.
     return nn.Sequential(
-        nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)
+        nn.Conv2d(1, 16, 3, 1, 1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        ResidualBlock(16, 16, 1),
+        ResidualBlock(16, 32, 2),
+        ResidualBlock(32, 64, 2),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(64, 10),
     )
 
 
@@ -74,9 +110,16 @@ def worker(rank, args, port):
     if args.limit_test > 0:
         x_test, y_test = x_test[: args.limit_test], y_test[: args.limit_test]
 
+    if args.model == "resnet":
+        x_train, x_test = x_train.view(-1, 1, 28, 28), x_test.view(-1, 1, 28, 28)
     torch.manual_seed(args.seed)  # same init on all ranks; DDP also broadcasts rank 0's
-    model = DistributedDataParallel(make_model())
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    model = DistributedDataParallel(make_model(args.model))
+    if args.optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr or 1e-3)
+    else:
+        opt = torch.optim.SGD(
+            model.parameters(), lr=args.lr or 0.05, momentum=0.9, weight_decay=args.weight_decay
+        )
     loss_fn = nn.CrossEntropyLoss()
 
     per_rank = args.batch // args.ranks
@@ -87,7 +130,7 @@ def worker(rank, args, port):
     batches = [(b, m) for b, m in batches if m > 0]
     if rank == 0:
         print(
-            f"torch {torch.__version__} DDP gloo: {args.ranks} ranks, global batch {args.batch} "
+            f"torch {torch.__version__} DDP gloo: {args.model}, {args.optimizer}, {args.ranks} ranks, global batch {args.batch} "
             f"({per_rank}/rank), {args.threads} thread(s)/rank, {n} train / {len(x_test)} test "
             f"samples, {len(batches)} steps/epoch",
             flush=True,
@@ -139,7 +182,10 @@ def main():
     p.add_argument("--batch", type=int, default=128, help="GLOBAL batch, split over the ranks")
     p.add_argument("--limit-train", type=int, default=0, help="first N training samples (0: all)")
     p.add_argument("--limit-test", type=int, default=0, help="first N test samples (0: all)")
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--model", choices=["mlp", "resnet"], default="mlp")
+    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
+    p.add_argument("--lr", type=float, default=0, help="default 1e-3 for adam, 0.05 for sgd")
+    p.add_argument("--weight-decay", type=float, default=0.0, help="SGD weight decay")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument(

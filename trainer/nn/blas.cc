@@ -1,6 +1,7 @@
 #include "trainer/nn/blas.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include "common/error.h"
 
@@ -18,6 +19,7 @@ void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const floa
 void setBlasThreads(int threads) {
   BRAID_ENFORCE(threads >= 1, ErrorCode::kInvalidUsage, "setBlasThreads: {} threads", threads);
   openblas_set_num_threads(threads);
+  omp_set_num_threads(threads);  // oneDNN's convolutions run on OpenMP
 }
 
 int blasThreads() { return openblas_get_num_threads(); }

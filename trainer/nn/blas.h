@@ -8,7 +8,8 @@ namespace braid::trainer {
 void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc);
 
-/// Sets the number of OpenBLAS threads for this process (1 per rank when ranks == cores).
+/// Sets the number of OpenBLAS and OpenMP (oneDNN) threads for this process (1 per rank when
+/// ranks == cores).
 void setBlasThreads(int threads);
 /// The number of threads OpenBLAS uses now.
 int blasThreads();

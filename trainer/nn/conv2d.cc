@@ -2,12 +2,64 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <dnnl.hpp>
 
 #include "common/error.h"
-#include "trainer/nn/blas.h"
 
 namespace braid::trainer {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Dt = memory::data_type;
+
+dnnl::engine& cpuEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& cpuStream() {
+  thread_local dnnl::stream stream(cpuEngine());
+  return stream;
+}
+
+// A memory in the layout `want`, fed from (or draining to) a plain user buffer: when the layouts
+// differ the plan owns a buffer of its own and a reorder between the two.
+struct Staged {
+  memory user;     // plain layout over the caller's pointer (handle set per call)
+  memory inner;    // what the primitive reads or writes (== user when layouts agree)
+  bool reordered = false;
+
+  void init(const memory::desc& plain, const memory::desc& want) {
+    user = memory(plain, cpuEngine(), DNNL_MEMORY_NONE);
+    reordered = plain != want;
+    inner = reordered ? memory(want, cpuEngine()) : user;
+  }
+  void in(const float* p) {
+    user.set_data_handle(const_cast<float*>(p));
+    if (reordered) dnnl::reorder(user, inner).execute(cpuStream(), user, inner);
+  }
+  void bind(float* p) { user.set_data_handle(p); }
+  void out() {
+    if (reordered) dnnl::reorder(inner, user).execute(cpuStream(), inner, user);
+  }
+};
+
+}  // namespace
+
+struct Conv2d::Plan {
+  std::vector<int> inputShape;
+  int ho = 0, wo = 0;
+  dnnl::convolution_forward fwd;
+  dnnl::convolution_backward_data bwdData;
+  dnnl::convolution_backward_weights bwdWeights;
+  Staged src, weights, dst;                      // forward
+  Staged diffDst, diffSrc, bwdWeightsIn;         // backward data (bwdWeightsIn: weights)
+  Staged srcForWeights, diffDstForWeights, diffWeights;
+  memory bias, diffBias;                         // [out], always plain
+  std::vector<float> gradScratch;                // diff weights/bias before adding to the grads
+};
 
 Conv2d::Conv2d(ParamStore& store, const std::string& name, int in, int out, int kernel, int stride,
                int pad, bool bias)
@@ -22,148 +74,132 @@ Conv2d::Conv2d(ParamStore& store, const std::string& name, int in, int out, int 
   if (bias) bias_ = store.addParam(name + ".bias", {out}, Init::kKaimingUniform, fanIn);
 }
 
-namespace {
+Conv2d::~Conv2d() = default;
 
-// Output columns ow whose input column ow*stride - pad + kj lies inside [0, w): [lo, hi).
-void validColumns(int wo, int w, int stride, int pad, int kj, int& lo, int& hi) {
-  // ow >= ceil((pad - kj) / stride) and ow <= floor((w - 1 + pad - kj) / stride).
-  const int first = pad - kj;
-  lo = first <= 0 ? 0 : (first + stride - 1) / stride;
-  const int last = w - 1 + pad - kj;
-  hi = last < 0 ? 0 : std::min(wo, last / stride + 1);
-  if (hi < lo) hi = lo;
-}
+Conv2d::Plan& Conv2d::planFor(const std::vector<int>& shape) {
+  if (plan_ && plan_->inputShape == shape) return *plan_;
+  const int n = shape[0], h = shape[2], w = shape[3];
+  auto plan = std::make_unique<Plan>();
+  plan->inputShape = shape;
+  plan->ho = (h + 2 * pad_ - k_) / stride_ + 1;
+  plan->wo = (w + 2 * pad_ - k_) / stride_ + 1;
+  BRAID_ENFORCE(plan->ho > 0 && plan->wo > 0, ErrorCode::kInvalidUsage, "{}: input {} too small",
+                describe(), shapeString(shape));
+  const memory::dims srcDims{n, in_, h, w}, weightDims{out_, in_, k_, k_},
+      dstDims{n, out_, plan->ho, plan->wo}, biasDims{out_};
+  const memory::dims strides{stride_, stride_}, padding{pad_, pad_};
+  const memory::desc srcPlain(srcDims, Dt::f32, Tag::nchw), weightPlain(weightDims, Dt::f32, Tag::oihw),
+      dstPlain(dstDims, Dt::f32, Tag::nchw), biasPlain(biasDims, Dt::f32, Tag::x);
+  const memory::desc srcAny(srcDims, Dt::f32, Tag::any), weightAny(weightDims, Dt::f32, Tag::any),
+      dstAny(dstDims, Dt::f32, Tag::any);
+  const memory::desc noBias;
+  auto algo = dnnl::algorithm::convolution_direct;
+  auto& eng = cpuEngine();
 
-}  // namespace
-
-void Conv2d::im2col(const Tensor& x) {
-  const int n = x.dim(0), h = x.dim(2), w = x.dim(3);
-  const size_t p = static_cast<size_t>(ho_) * wo_;
-  const size_t np = n * p;
-  col_.resize(static_cast<size_t>(in_) * k_ * k_ * np);
-  for (int c = 0; c < in_; ++c) {
-    for (int ki = 0; ki < k_; ++ki) {
-      for (int kj = 0; kj < k_; ++kj) {
-        int lo, hi;
-        validColumns(wo_, w, stride_, pad_, kj, lo, hi);
-        float* row = col_.data() + ((static_cast<size_t>(c) * k_ + ki) * k_ + kj) * np;
-        for (int s = 0; s < n; ++s) {
-          const float* img = x.ptr() + (static_cast<size_t>(s) * in_ + c) * h * w;
-          float* dst = row + s * p;
-          for (int oh = 0; oh < ho_; ++oh) {
-            const int ih = oh * stride_ - pad_ + ki;
-            float* d = dst + static_cast<size_t>(oh) * wo_;
-            if (ih < 0 || ih >= h) {
-              std::fill(d, d + wo_, 0.0f);
-              continue;
-            }
-            const float* src = img + static_cast<size_t>(ih) * w - pad_ + kj;
-            std::fill(d, d + lo, 0.0f);
-            if (stride_ == 1) {
-              std::copy(src + lo, src + hi, d + lo);
-            } else {
-              for (int ow = lo; ow < hi; ++ow) d[ow] = src[ow * stride_];
-            }
-            std::fill(d + hi, d + wo_, 0.0f);
-          }
-        }
-      }
-    }
+  dnnl::convolution_forward::primitive_desc fwdPd(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algo, srcAny, weightAny,
+                                      hasBias_ ? biasPlain : noBias, dstAny, strides, padding,
+                                      padding),
+      eng);
+  dnnl::convolution_backward_data::primitive_desc dataPd(
+      dnnl::convolution_backward_data::desc(algo, srcAny, weightAny, dstAny, strides, padding,
+                                            padding),
+      eng, fwdPd);
+  dnnl::convolution_backward_weights::primitive_desc weightsPd(
+      dnnl::convolution_backward_weights::desc(algo, srcAny, weightAny,
+                                               hasBias_ ? biasPlain : noBias, dstAny, strides,
+                                               padding, padding),
+      eng, fwdPd);
+  plan->fwd = dnnl::convolution_forward(fwdPd);
+  plan->bwdData = dnnl::convolution_backward_data(dataPd);
+  plan->bwdWeights = dnnl::convolution_backward_weights(weightsPd);
+  plan->src.init(srcPlain, fwdPd.src_desc());
+  plan->weights.init(weightPlain, fwdPd.weights_desc());
+  plan->dst.init(dstPlain, fwdPd.dst_desc());
+  plan->diffDst.init(dstPlain, dataPd.diff_dst_desc());
+  plan->diffSrc.init(srcPlain, dataPd.diff_src_desc());
+  plan->bwdWeightsIn.init(weightPlain, dataPd.weights_desc());
+  // Backward-weights reads forward's source and backward-data's diff_dst where layouts agree.
+  plan->srcForWeights.init(srcPlain, weightsPd.src_desc());
+  plan->diffDstForWeights.init(dstPlain, weightsPd.diff_dst_desc());
+  plan->diffWeights.init(weightPlain, weightsPd.diff_weights_desc());
+  if (hasBias_) {
+    plan->bias = memory(biasPlain, eng, DNNL_MEMORY_NONE);
+    plan->diffBias = memory(biasPlain, eng);
   }
-}
-
-void Conv2d::col2im(const float* dcol, Tensor& dx) const {
-  const int n = dx.dim(0), h = dx.dim(2), w = dx.dim(3);
-  const size_t p = static_cast<size_t>(ho_) * wo_;
-  const size_t np = n * p;
-  std::fill(dx.data.begin(), dx.data.end(), 0.0f);
-  for (int c = 0; c < in_; ++c) {
-    for (int ki = 0; ki < k_; ++ki) {
-      for (int kj = 0; kj < k_; ++kj) {
-        int lo, hi;
-        validColumns(wo_, w, stride_, pad_, kj, lo, hi);
-        const float* row = dcol + ((static_cast<size_t>(c) * k_ + ki) * k_ + kj) * np;
-        for (int s = 0; s < n; ++s) {
-          float* img = dx.ptr() + (static_cast<size_t>(s) * in_ + c) * h * w;
-          const float* src = row + s * p;
-          for (int oh = 0; oh < ho_; ++oh) {
-            const int ih = oh * stride_ - pad_ + ki;
-            if (ih < 0 || ih >= h) continue;
-            float* dst = img + static_cast<size_t>(ih) * w - pad_ + kj;
-            const float* sr = src + static_cast<size_t>(oh) * wo_;
-            if (stride_ == 1) {
-              for (int ow = lo; ow < hi; ++ow) dst[ow] += sr[ow];
-            } else {
-              for (int ow = lo; ow < hi; ++ow) dst[ow * stride_] += sr[ow];
-            }
-          }
-        }
-      }
-    }
-  }
+  plan->gradScratch.resize(static_cast<size_t>(out_) * in_ * k_ * k_);
+  plan_ = std::move(plan);
+  return *plan_;
 }
 
 const Tensor& Conv2d::forward(const Tensor& x) {
   BRAID_ENFORCE(x.shape.size() == 4 && x.dim(1) == in_, ErrorCode::kInvalidUsage,
                 "{}: input shape {} (want [N, {}, H, W])", describe(), shapeString(x.shape), in_);
-  const int n = x.dim(0), h = x.dim(2), w = x.dim(3);
-  ho_ = (h + 2 * pad_ - k_) / stride_ + 1;
-  wo_ = (w + 2 * pad_ - k_) / stride_ + 1;
-  BRAID_ENFORCE(ho_ > 0 && wo_ > 0, ErrorCode::kInvalidUsage, "{}: input {} too small", describe(),
-                shapeString(x.shape));
+  Plan& plan = planFor(x.shape);
   x_ = &x;
-  const int p = ho_ * wo_;
-  const int np = n * p;
-  const int kk = in_ * k_ * k_;
-  lastFlops_ = 2.0 * out_ * kk * p;
-  im2col(x);
-  ymat_.resize(static_cast<size_t>(out_) * np);
-  gemm(false, false, out_, np, kk, 1.0f, store_.value(weight_), kk, col_.data(), np, 0.0f,
-       ymat_.data(), np);
-  y_.resize({n, out_, ho_, wo_});
-  const float* b = hasBias_ ? store_.value(bias_) : nullptr;
-  for (int s = 0; s < n; ++s) {
-    for (int o = 0; o < out_; ++o) {
-      const float* src = ymat_.data() + static_cast<size_t>(o) * np + static_cast<size_t>(s) * p;
-      float* dst = y_.ptr() + (static_cast<size_t>(s) * out_ + o) * p;
-      const float add = b ? b[o] : 0.0f;
-      for (int i = 0; i < p; ++i) dst[i] = src[i] + add;
-    }
+  lastFlops_ = 2.0 * out_ * in_ * k_ * k_ * plan.ho * plan.wo;
+  y_.resize({x.dim(0), out_, plan.ho, plan.wo});
+  plan.src.in(x.ptr());
+  plan.weights.in(store_.value(weight_));
+  plan.dst.bind(y_.ptr());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, plan.src.inner},
+                                       {DNNL_ARG_WEIGHTS, plan.weights.inner},
+                                       {DNNL_ARG_DST, plan.dst.inner}};
+  if (hasBias_) {
+    plan.bias.set_data_handle(const_cast<float*>(store_.value(bias_)));
+    args.emplace(DNNL_ARG_BIAS, plan.bias);
   }
+  plan.fwd.execute(cpuStream(), args);
+  plan.dst.out();
+  cpuStream().wait();
   return y_;
 }
 
 const Tensor& Conv2d::backward(const Tensor& dy) {
-  BRAID_ENFORCE(x_ != nullptr && dy.shape == y_.shape, ErrorCode::kInvalidUsage,
+  BRAID_ENFORCE(x_ != nullptr && plan_ && dy.shape == y_.shape, ErrorCode::kInvalidUsage,
                 "{}: backward with dy {} after forward output {}", describe(),
                 shapeString(dy.shape), shapeString(y_.shape));
-  const int n = dy.dim(0);
-  const int p = ho_ * wo_;
-  const int np = n * p;
-  const int kk = in_ * k_ * k_;
-  // Reorder dy from [N, out, P] into [out, N*P] (reusing ymat_'s storage).
-  float* dymat = ymat_.data();
-  for (int s = 0; s < n; ++s) {
-    for (int o = 0; o < out_; ++o) {
-      const float* src = dy.ptr() + (static_cast<size_t>(s) * out_ + o) * p;
-      std::copy(src, src + p, dymat + static_cast<size_t>(o) * np + static_cast<size_t>(s) * p);
-    }
-  }
-  if (hasBias_) {
-    float* db = store_.grad(bias_);
-    for (int o = 0; o < out_; ++o) {
-      const float* row = dymat + static_cast<size_t>(o) * np;
-      double sum = 0.0;
-      for (int i = 0; i < np; ++i) sum += row[i];
-      db[o] += static_cast<float>(sum);
-    }
-  }
-  gemm(false, true, out_, kk, np, 1.0f, dymat, np, col_.data(), np, 1.0f, store_.grad(weight_), kk);
-  dcol_.resize(col_.size());
-  gemm(true, false, kk, np, out_, 1.0f, store_.value(weight_), kk, dymat, np, 0.0f, dcol_.data(),
-       np);
+  Plan& plan = *plan_;
+  auto& stream = cpuStream();
+  plan.diffDst.in(dy.ptr());
   dx_.resize(x_->shape);
-  col2im(dcol_.data(), dx_);
+
+  // Weight (and bias) gradients, then added to the store's gradients.
+  if (plan.srcForWeights.inner.get_desc() == plan.src.inner.get_desc()) {
+    plan.srcForWeights.inner = plan.src.inner;  // forward's reordered source is still valid
+    plan.srcForWeights.reordered = false;
+  } else {
+    plan.srcForWeights.in(x_->ptr());
+  }
+  if (plan.diffDstForWeights.inner.get_desc() == plan.diffDst.inner.get_desc()) {
+    plan.diffDstForWeights.inner = plan.diffDst.inner;
+  } else {
+    plan.diffDstForWeights.in(dy.ptr());
+  }
+  plan.diffWeights.bind(plan.gradScratch.data());
+  std::unordered_map<int, memory> wargs{{DNNL_ARG_SRC, plan.srcForWeights.inner},
+                                        {DNNL_ARG_DIFF_DST, plan.diffDstForWeights.inner},
+                                        {DNNL_ARG_DIFF_WEIGHTS, plan.diffWeights.inner}};
+  if (hasBias_) wargs.emplace(DNNL_ARG_DIFF_BIAS, plan.diffBias);
+  plan.bwdWeights.execute(stream, wargs);
+  plan.diffWeights.out();
+
+  // Input gradient.
+  plan.bwdWeightsIn.in(store_.value(weight_));
+  plan.diffSrc.bind(dx_.ptr());
+  plan.bwdData.execute(stream, {{DNNL_ARG_DIFF_DST, plan.diffDst.inner},
+                                {DNNL_ARG_WEIGHTS, plan.bwdWeightsIn.inner},
+                                {DNNL_ARG_DIFF_SRC, plan.diffSrc.inner}});
+  plan.diffSrc.out();
+  stream.wait();
+
+  float* gw = store_.grad(weight_);
+  for (size_t i = 0; i < plan.gradScratch.size(); ++i) gw[i] += plan.gradScratch[i];
+  if (hasBias_) {
+    const float* db = static_cast<const float*>(plan.diffBias.get_data_handle());
+    float* gb = store_.grad(bias_);
+    for (int o = 0; o < out_; ++o) gb[o] += db[o];
+  }
   return dx_;
 }
 

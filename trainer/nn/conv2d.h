@@ -1,8 +1,8 @@
-// 2-D convolution over NCHW via im2col and one sgemm per batch.
+// 2-D convolution over NCHW, computed by oneDNN (the library PyTorch's CPU build uses too).
 #pragma once
 
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "trainer/nn/layer.h"
 #include "trainer/nn/param_store.h"
@@ -13,30 +13,33 @@ namespace braid::trainer {
 /// [out], both Kaiming-uniform with fanIn = in*k*k (PyTorch's default). Input [N, in, H, W],
 /// output [N, out, Ho, Wo] with Ho = (H + 2*pad - k) / stride + 1.
 ///
-/// The whole batch is unfolded into one column matrix [in*k*k, N*Ho*Wo], so forward is one sgemm
-/// and backward two; the column matrix is kept from forward for the weight gradient.
+/// Forward, backward-data and backward-weights are oneDNN primitives that pick their own memory
+/// layouts; tensors stay plain NCHW outside the layer (reordered in and out). Primitives are
+/// built once per input shape and cached. Weight/bias gradients are added to the store's
+/// gradients (accumulation over micro-batches works).
 class Conv2d : public Layer {
  public:
   Conv2d(ParamStore& store, const std::string& name, int in, int out, int kernel, int stride,
          int pad, bool bias = true);
+  ~Conv2d() override;
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy) override;
   std::string describe() const override;
   double flopsPerSample() const override { return lastFlops_; }
 
  private:
+  struct Plan;  // the oneDNN primitives and memories for one input shape (conv2d.cc)
+
   ParamStore& store_;
   int in_, out_, k_, stride_, pad_;
   bool hasBias_;
   ParamId weight_, bias_ = 0;
   const Tensor* x_ = nullptr;
-  int ho_ = 0, wo_ = 0;
   double lastFlops_ = 0.0;
-  std::vector<float> col_, dcol_, ymat_;  // [in*k*k, N*P] twice and [out, N*P]
+  std::unique_ptr<Plan> plan_;
   Tensor y_, dx_;
 
-  void im2col(const Tensor& x);
-  void col2im(const float* dcol, Tensor& dx) const;
+  Plan& planFor(const std::vector<int>& inputShape);
 };
 
 }  // namespace braid::trainer
