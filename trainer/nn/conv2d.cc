@@ -27,8 +27,8 @@ dnnl::stream& cpuStream() {
 // A memory in the layout `want`, fed from (or draining to) a plain user buffer: when the layouts
 // differ the plan owns a buffer of its own and a reorder between the two.
 struct Staged {
-  memory user;     // plain layout over the caller's pointer (handle set per call)
-  memory inner;    // what the primitive reads or writes (== user when layouts agree)
+  memory user;   // plain layout over the caller's pointer (handle set per call)
+  memory inner;  // what the primitive reads or writes (== user when layouts agree)
   bool reordered = false;
 
   void init(const memory::desc& plain, const memory::desc& want) {
@@ -54,11 +54,11 @@ struct Conv2d::Plan {
   dnnl::convolution_forward fwd;
   dnnl::convolution_backward_data bwdData;
   dnnl::convolution_backward_weights bwdWeights;
-  Staged src, weights, dst;                      // forward
-  Staged diffDst, diffSrc, bwdWeightsIn;         // backward data (bwdWeightsIn: weights)
+  Staged src, weights, dst;               // forward
+  Staged diffDst, diffSrc, bwdWeightsIn;  // backward data (bwdWeightsIn: weights)
   Staged srcForWeights, diffDstForWeights, diffWeights;
-  memory bias, diffBias;                         // [out], always plain
-  std::vector<float> gradScratch;                // diff weights/bias before adding to the grads
+  memory bias, diffBias;           // [out], always plain
+  std::vector<float> gradScratch;  // diff weights/bias before adding to the grads
 };
 
 Conv2d::Conv2d(ParamStore& store, const std::string& name, int in, int out, int kernel, int stride,
@@ -88,8 +88,9 @@ Conv2d::Plan& Conv2d::planFor(const std::vector<int>& shape) {
   const memory::dims srcDims{n, in_, h, w}, weightDims{out_, in_, k_, k_},
       dstDims{n, out_, plan->ho, plan->wo}, biasDims{out_};
   const memory::dims strides{stride_, stride_}, padding{pad_, pad_};
-  const memory::desc srcPlain(srcDims, Dt::f32, Tag::nchw), weightPlain(weightDims, Dt::f32, Tag::oihw),
-      dstPlain(dstDims, Dt::f32, Tag::nchw), biasPlain(biasDims, Dt::f32, Tag::x);
+  const memory::desc srcPlain(srcDims, Dt::f32, Tag::nchw),
+      weightPlain(weightDims, Dt::f32, Tag::oihw), dstPlain(dstDims, Dt::f32, Tag::nchw),
+      biasPlain(biasDims, Dt::f32, Tag::x);
   const memory::desc srcAny(srcDims, Dt::f32, Tag::any), weightAny(weightDims, Dt::f32, Tag::any),
       dstAny(dstDims, Dt::f32, Tag::any);
   const memory::desc noBias;

@@ -3,17 +3,23 @@
 // uninterrupted run.
 #include "trainer/train/checkpoint.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/error.h"
@@ -259,6 +265,81 @@ TEST_F(ResumeCli, TwoRanksStopAtEpochEndThenResumeIsBitIdentical) {
   r = run(one("--max-steps 10 --resume --checkpoint-dir " + ck));
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("2 rank(s) (this run: 1)"), std::string::npos) << r.output;
+}
+
+/// Direct children of `pid` (from /proc; braidrun forks the ranks itself).
+std::vector<pid_t> childrenOf(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/task/{}/children", pid, pid));
+  std::vector<pid_t> out;
+  for (pid_t child; in >> child;) out.push_back(child);
+  return out;
+}
+
+/// The value of `name` in the environment of process `pid`, or "".
+std::string environOf(pid_t pid, const std::string& name) {
+  const std::vector<char> env = readBytes(fmt::format("/proc/{}/environ", pid));
+  const std::string prefix = name + "=";
+  for (size_t i = 0; i < env.size();) {
+    const std::string entry(env.data() + i);
+    if (entry.rfind(prefix, 0) == 0) return entry.substr(prefix.size());
+    i += entry.size() + 1;
+  }
+  return "";
+}
+
+TEST_F(ResumeCli, TwoRanksOneKilledMidEpochThenResumeIsBitIdentical) {
+  // 6 steps per epoch; the job runs 600 steps and checkpoints every 4. Rank 1 is killed with
+  // SIGKILL as soon as ckpt-8 (epoch 2, batch 2) exists, long before the end.
+  const std::string steps = " --max-steps 600";
+  RunResult r = run(two(steps + " --dump-params " + path("full.bin")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+
+  const std::string ck = path("ck"), log = path("killed.log");
+  std::istringstream words(two(steps + " --checkpoint-every 4 --checkpoint-dir " + ck));
+  std::vector<std::string> argvStrings{std::istream_iterator<std::string>(words),
+                                       std::istream_iterator<std::string>()};
+  std::vector<char*> argv;
+  for (auto& a : argvStrings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t launcher = -1;
+  ASSERT_EQ(posix_spawn(&launcher, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+
+  pid_t victim = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (victim < 0 && std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(ck + "/ckpt-8.bin")) {
+      for (pid_t child : childrenOf(launcher)) {
+        if (environOf(child, "RANK") == "1") victim = child;
+      }
+    }
+    if (victim < 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_GT(victim, 0) << "rank 1 of the checkpointing run never reached step 8";
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(launcher, &status, 0), launcher);
+  const std::string killedOutput = [&] {
+    const std::vector<char> b = readBytes(log);
+    return std::string(b.begin(), b.end());
+  }();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      << "the job must fail when a rank is killed\n"
+      << killedOutput;
+  EXPECT_FALSE(fs::exists(ck + "/ckpt-600.bin")) << "the kill came too late\n" << killedOutput;
+
+  r = run(
+      two(steps + " --resume --checkpoint-dir " + ck + " --dump-params " + path("resumed.bin")));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  const size_t at = r.output.find("resumed from step ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const int resumedStep = std::atoi(r.output.c_str() + at + 18);
+  EXPECT_TRUE(resumedStep >= 8 && resumedStep < 600 && resumedStep % 4 == 0) << r.output;
+  expectSameBytes(path("full.bin"), path("resumed.bin"));
 }
 
 TEST_F(ResumeCli, CorruptNewestFallsBackThenRefusals) {
