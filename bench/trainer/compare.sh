@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# braid-train vs PyTorch DDP (Gloo) on the MLP, measured alternately in one sitting.
-# Same model (784-256-128-10), Adam lr 1e-3, global batch 128, fp32, 2 ranks, one math thread per
-# rank on both sides; each side's samples/s is from its last epoch (training loop only).
+# braid-train vs PyTorch DDP (Gloo), measured alternately in one sitting.
+# Same model (MODEL=mlp: 784-256-128-10; MODEL=resnet: the bundled small ResNet), Adam lr 1e-3,
+# global batch 128, fp32, 2 ranks, one math thread per rank on both sides; each side's samples/s
+# is from its last epoch (training loop only). LIMIT=N trains on the first N samples only.
 #
-# Usage: bench/trainer/compare.sh        (env: BUILD_DIR, RUNS=3, EPOCHS=2, RANKS=2, PYTHON)
+# Usage: bench/trainer/compare.sh   (env: BUILD_DIR, MODEL=mlp, RUNS=3, EPOCHS=2, LIMIT=0, RANKS=2,
+#                                     PYTHON)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ -z "${BUILD_DIR:-}" ]]; then
   if [[ -x "$root/build/trainer/braid-train" ]]; then BUILD_DIR=$root/build; else BUILD_DIR=$root/build-lead; fi
 fi
+MODEL=${MODEL:-mlp}
+LIMIT=${LIMIT:-0}
 RUNS=${RUNS:-3}
 EPOCHS=${EPOCHS:-2}
 RANKS=${RANKS:-2}
@@ -28,10 +32,10 @@ done
 # Keep every library from starting its own thread pool beyond the per-rank count.
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
 
-braid_cmd=("$braidrun" -n "$RANKS" "$train" --model mlp --optimizer adam --precision fp32
-  --batch 128 --epochs "$EPOCHS" --threads "$threads" --quiet)
-torch_cmd=("$PYTHON" "$root/bench/trainer/torch_ddp_mlp.py" --ranks "$RANKS" --batch 128
-  --epochs "$EPOCHS" --threads "$threads")
+braid_cmd=("$braidrun" -n "$RANKS" "$train" --model "$MODEL" --optimizer adam --precision fp32
+  --batch 128 --epochs "$EPOCHS" --limit-train "$LIMIT" --threads "$threads" --quiet)
+torch_cmd=("$PYTHON" "$root/bench/trainer/torch_ddp.py" --model "$MODEL" --ranks "$RANKS"
+  --batch 128 --epochs "$EPOCHS" --limit-train "$LIMIT" --threads "$threads")
 
 # The samples/s figure of the last "epoch" line of a run's output.
 last_rate() { grep 'epoch ' | tail -n 1 | sed -E 's/.*samples\/s ([0-9.]+).*/\1/'; }

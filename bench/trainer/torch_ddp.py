@@ -6,7 +6,7 @@ see trainer/nn/models.h), PyTorch default init, Adam lr 1e-3 (or --optimizer sgd
 split evenly over the ranks, the same normalisation. Prints per epoch: train loss, test accuracy and
 global samples/s of the training loop only (evaluation excluded), like braid-train.
 
-Run with Debian's torch (python3-torch): /usr/bin/python3 bench/trainer/torch_ddp_mlp.py --ranks 2
+Run with Debian's torch (python3-torch): /usr/bin/python3 bench/trainer/torch_ddp.py --ranks 2 [--model resnet]
 """
 
 import argparse
@@ -73,7 +73,7 @@ class ResidualBlock(nn.Module):
         return torch.relu(self.main(x) + (x if self.proj is None else self.proj(x)))
 
 
-def make_model(name):
+def make_model(name="mlp"):
     if name == "mlp":
         return nn.Sequential(
             nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)
