@@ -12,6 +12,36 @@ RankProgram buildRing(const ScheduleSpec& spec, int rank);
 RankProgram buildDirect(const ScheduleSpec& spec, int rank);
 /// Chain: pipelined broadcast from the root / reduce towards the root.
 RankProgram buildChain(const ScheduleSpec& spec, int rank);
+/// Double binary tree all-reduce: lane 2k runs tree 0, lane 2k+1 tree 1 (treeLaneCount lanes),
+/// each on its part of the buffer and on channel = lane.
+RankProgram buildTree(const ScheduleSpec& spec, int rank);
+/// Hierarchical all-reduce over spec.nodeOf; lane l covers part l of the buffer on channel l.
+RankProgram buildHier(const ScheduleSpec& spec, int rank);
+
+/// One rank's place in tree `tree` (0 or 1) of the double binary tree over `nranks` ranks.
+struct TreeLinks {
+  int parent = -1;  ///< -1 at the root
+  int children[2] = {-1, -1};
+  int nchildren = 0;
+};
+TreeLinks treeLinks(int nranks, int tree, int rank);
+/// Levels of the trees over `nranks` ranks (an upper bound on the depth).
+int treeDepth(int nranks);
+/// Lanes (and channels) a tree schedule uses for `lanes` requested: an even number, at least 2.
+int treeLaneCount(int lanes);
+
+/// Most shards a hierarchical schedule cuts a round into when ranks per node differ.
+inline constexpr long kMaxHierShards = 64;
+/// The node structure of spec.nodeOf: nodes densely numbered in order of their ids, ranks of a
+/// node in rank order, and the shard count (a multiple of every node's size when that is small).
+struct NodeLayout {
+  std::vector<std::vector<int>> ranksOf;  ///< node -> its ranks, ascending
+  std::vector<int> nodeIndex;             ///< rank -> node
+  std::vector<int> localIndex;            ///< rank -> position among its node's ranks
+  int shards = 1;
+};
+/// Throws kInvalidUsage when spec.nodeOf has the wrong size.
+NodeLayout nodeLayout(const ScheduleSpec& spec);
 
 /// One step; the generators' common vocabulary.
 inline Step makeStep(Prim prim, int channel, int recvPeer, int sendPeer, BufRange src, BufRange dst,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "comm/schedule/generators.h"
 #include "common/error.h"
 
@@ -94,9 +96,14 @@ bool familySupports(Family family, Shape shape) {
       return shape == Shape::kBroadcast || shape == Shape::kReduce;
     case Family::kTree:
     case Family::kHier:
-      return false;  // not built yet
+      return shape == Shape::kAllReduce;
   }
   return false;
+}
+
+int channelsUsed(Family family, int lanes) {
+  if (family == Family::kTree) return treeLaneCount(lanes);
+  return family == Family::kDirect ? 1 : std::max(lanes, 1);
 }
 
 RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
@@ -114,8 +121,9 @@ RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
     case Family::kChain:
       return buildChain(spec, rank);
     case Family::kTree:
+      return buildTree(spec, rank);
     case Family::kHier:
-      break;
+      return buildHier(spec, rank);
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");
 }

@@ -79,6 +79,7 @@ struct ScheduleSpec {
   size_t elemsPerPiece = 0;  ///< elements per message (slot capacity); 0 = unlimited. Rings
                              ///< proceed in rounds of one piece per chunk, so every rank runs at
                              ///< most one slot ahead of its neighbour (no deadlock with K >= 2)
+  std::vector<int> nodeOf;   ///< node id per rank (hier groups ranks by it); empty = one node
 };
 
 /// Piece i of a step of `count` elements cut into pieces of at most `perPiece` elements.
@@ -92,6 +93,10 @@ size_t outputCount(const ScheduleSpec& spec);
 
 /// Whether `family` can compute `shape` (e.g. chain does broadcast and reduce only).
 bool familySupports(Family family, Shape shape);
+
+/// Channels per peer that schedules of `family` with `lanes` lanes use (the endpoint must have at
+/// least this many): tree needs two (one per tree), the others one per lane.
+int channelsUsed(Family family, int lanes);
 
 /// The program of one rank. Throws braid::Error(kInvalidUsage) for an unsupported combination.
 RankProgram buildProgram(const ScheduleSpec& spec, int rank);

@@ -314,6 +314,36 @@ class Simulator {
   std::map<Key, std::deque<Message>> channels_;
 };
 
+// No two lanes of a rank may share a (peer, channel, direction): their messages would interleave
+// in one FIFO.
+std::string laneConflicts(const ScheduleSpec& spec, const std::vector<RankProgram>& programs) {
+  for (int r = 0; r < spec.nranks; ++r) {
+    std::map<std::tuple<int, int, bool>, size_t> owner;  // (peer, channel, sends) -> lane
+    const auto& lanes = programs[r].lanes;
+    for (size_t l = 0; l < lanes.size(); ++l) {
+      for (const Step& s : lanes[l].steps) {
+        std::vector<std::tuple<int, int, bool>> uses;
+        if (s.prim == Prim::kGatherReduce) {
+          for (int q = 0; q < spec.nranks; ++q)
+            if (q != r) uses.emplace_back(q, s.channel, false);
+        } else if (primReceives(s.prim)) {
+          uses.emplace_back(s.recvPeer, s.channel, false);
+        }
+        if (primSends(s.prim)) uses.emplace_back(s.sendPeer, s.channel, true);
+        for (const auto& use : uses) {
+          auto [it, fresh] = owner.emplace(use, l);
+          if (!fresh && it->second != l) {
+            return fmt::format("rank {}: lanes {} and {} both {} peer {} on channel {}", r,
+                               it->second, l, std::get<2>(use) ? "send to" : "receive from",
+                               std::get<0>(use), std::get<1>(use));
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string verifySchedule(const ScheduleSpec& spec, const VerifyOptions& options) {
@@ -333,8 +363,11 @@ std::string verifyPrograms(const ScheduleSpec& spec, const std::vector<RankProgr
                            const VerifyOptions& options) {
   if (spec.count == 0) return "";
   if (static_cast<int>(programs.size()) != spec.nranks) return "one program per rank needed";
-  Simulator sim(spec, programs, options);
-  std::string result = sim.run();
+  std::string result = laneConflicts(spec, programs);
+  if (result.empty()) {
+    Simulator sim(spec, programs, options);
+    result = sim.run();
+  }
   if (result.empty()) return result;
   return fmt::format("{} {} n={} count={} root={} lanes={} {}: {}", familyName(spec.family),
                      shapeName(spec.shape), spec.nranks, spec.count, spec.root, spec.lanes,

@@ -36,6 +36,27 @@ inline std::vector<std::exception_ptr> runRanks(int n, const Options& options,
   return errors;
 }
 
+/// The same with options per rank (e.g. Options::hostName to pose as several hosts).
+inline std::vector<std::exception_ptr> runRanksEach(
+    int n, const std::function<Options(int rank)>& optionsOf,
+    const std::function<void(Communicator&)>& fn) {
+  auto store = std::make_shared<bootstrap::InMemoryStore>();
+  std::vector<std::exception_ptr> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        Communicator comm = CommFactory::fromStore(store, r, n, optionsOf(r));
+        fn(comm);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
 /// The message of a rank's exception, "" when none.
 inline std::string errorText(const std::exception_ptr& e) {
   if (!e) return "";
