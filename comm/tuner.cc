@@ -1,13 +1,41 @@
 #include "comm/tuner.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
 #include "common/error.h"
+#include "common/log.h"
 
 namespace braid::comm {
+
+struct TunerModel::Cache {
+  using Key = std::tuple<int, size_t, size_t, int, int, int, bool, uintptr_t>;
+  std::mutex mutex;
+  std::map<Key, Choice> decisions;
+  std::set<std::pair<int, int>> logged;  // (shape, size class) already explained in the log
+};
+
+TunerModel::Cache& cacheOf(const TunerModel& model) { return *model.cache_; }
+
 namespace {
 
-// Below this many bytes per peer the one-exchange direct schedule beats the 2(n-1)-step ring
-// (measured on 2..16 ranks over shm; see bench/RESULTS.md).
+// Up to this many bytes per peer the one-exchange direct schedule beat the 2(n-1)-step ring on
+// 2..16 shared-memory ranks (bench/RESULTS.md); the model must beat this rule clearly to change
+// a single-node decision.
 constexpr size_t kDirectMaxBytes = 32 << 10;
+constexpr double kSingleNodeMargin = 1.5;
+// Among near-equal candidates keep the configured lanes and the slot-sized chunk.
+constexpr double kTieMargin = 1.01;
+constexpr size_t kCacheLimit = 4096;
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Family familyOf(Algorithm algo) {
   switch (algo) {
@@ -27,37 +55,314 @@ Family familyOf(Algorithm algo) {
   return Family::kRing;
 }
 
+const char* familyAlgoName(Family family) { return topology::algoName(toAlgo(family)); }
+
+bool rooted(Shape shape) { return shape == Shape::kBroadcast || shape == Shape::kReduce; }
+
+std::string bytesText(size_t bytes) {
+  if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+std::string usText(double us) {
+  if (!std::isfinite(us)) return "-";
+  return us < 100 ? fmt::format("{:.2f} us", us) : fmt::format("{:.1f} us", us);
+}
+
+// The model for `config`: its own when it describes nranks ranks, else one node of shm ranks
+// (shared per rank count, so its cache lives as long as the process).
+const TunerModel& modelFor(const TunerConfig& config) {
+  if (config.model && config.model->graph().size() == config.nranks) return *config.model;
+  if (config.model) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] {
+      BRAID_WARN(
+          "tuner: the topology describes {} ranks but the communicator has {}; assuming "
+          "one node",
+          config.model->graph().size(), config.nranks);
+    });
+  }
+  static std::mutex mutex;
+  static std::map<int, std::shared_ptr<const TunerModel>> defaults;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = defaults[config.nranks];
+  if (!slot) slot = makeTunerModel(topology::uniformGraph(1, config.nranks));
+  return *slot;
+}
+
+bool singleShmNode(const topology::ClusterGraph& g) {
+  if (g.nodes.size() != 1) return false;
+  for (const topology::RankInfo& r : g.ranks) {
+    if (!g.hasGpuLink || r.gpu < 0) return true;
+  }
+  return false;
+}
+
+std::vector<int> laneOptions(Family family, int channels) {
+  if (family == Family::kDirect) return {1};
+  std::vector<int> out;
+  for (int l = 1; l < channels; l *= 2) out.push_back(l);
+  out.push_back(channels);
+  return out;
+}
+
+std::vector<size_t> chunkOptions(Family family, size_t slot, bool pick) {
+  std::vector<size_t> out{slot};
+  if (pick && (family == Family::kChain || family == Family::kTree || family == Family::kHier)) {
+    for (size_t c : {slot / 2, slot / 4}) {
+      if (c >= 4096 && c % 8 == 0) out.push_back(c);
+    }
+  }
+  return out;
+}
+
+struct Decision {
+  std::vector<CandidateReport> reports;  // cheapest first, chosen marked
+  Choice choice;
+};
+
+Decision evaluate(const TunerConfig& config, const TunerModel& model, Shape shape,
+                  size_t inputBytes) {
+  const int n = config.nranks;
+  auto supports = config.supports ? config.supports : &familySupports;
+  const size_t perPeer = directBytesPerPeer(shape, inputBytes, n);
+  const size_t capacity = config.slotBytes * config.slots;
+  const topology::ClusterGraph& graph = model.graph();
+  const int nodes = static_cast<int>(graph.nodes.size());
+  const int maxLocal = graph.maxLocalRanks();
+  const topology::Coll coll = toColl(shape);
+  const size_t bytes = modelBytes(shape, inputBytes, n);
+  auto price = [&](Family f, int lanes, size_t chunk) {
+    return model.cost().predict(coll, bytes, {toAlgo(f), lanes, chunk});
+  };
+  Decision d;
+
+  if (config.forced != Algorithm::kAuto) {
+    const Family family = familyOf(config.forced);
+    BRAID_ENFORCE(supports(family, shape), ErrorCode::kInvalidUsage,
+                  "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: {}",
+                  algorithmName(config.forced), shapeName(shape),
+                  rooted(shape) ? "chain, oneshot" : "ring, oneshot");
+    BRAID_ENFORCE(family != Family::kDirect || perPeer <= capacity, ErrorCode::kInvalidUsage,
+                  "algorithm 'oneshot' (BRAID_ALGO) moves at most {} bytes per peer (slots x "
+                  "chunk); this {} needs {}",
+                  capacity, shapeName(shape), perPeer);
+    // A forced hier runs on any layout: one node is its intra-node phases alone, one rank per
+    // node a ring (auto only considers it for several nodes with several ranks on one).
+    d.choice.family = family;
+    d.choice.lanes = family == Family::kDirect ? 1 : config.channels;
+    d.choice.chunkBytes = config.slotBytes;
+    topology::Prediction p = price(family, d.choice.lanes, d.choice.chunkBytes);
+    d.choice.predictedUs = std::isfinite(p.timeUs) ? p.timeUs : 0;
+    d.reports.push_back({family, d.choice.lanes, d.choice.chunkBytes, p.timeUs, "",
+                         "forced by BRAID_ALGO: " + p.detail, true});
+    return d;
+  }
+
+  if (n == 1) {
+    d.choice = {Family::kDirect, 1, config.slotBytes, 0};
+    d.reports.push_back({Family::kDirect, 1, config.slotBytes, 0, "", "one rank", true});
+    return d;
+  }
+
+  for (Family family :
+       {Family::kDirect, Family::kRing, Family::kChain, Family::kTree, Family::kHier}) {
+    CandidateReport r;
+    r.family = family;
+    r.predictedUs = kInf;
+    if (!supports(family, shape)) {
+      r.excluded = fmt::format("cannot run {}", shapeName(shape));
+    } else if (family == Family::kDirect && perPeer > capacity) {
+      r.excluded = fmt::format("{} per peer exceed slots x chunk = {}", bytesText(perPeer),
+                               bytesText(capacity));
+    } else if (family == Family::kHier && nodes < 2) {
+      r.excluded = config.model ? "all ranks are on one node" : "node layout unknown (one node)";
+    } else if (family == Family::kHier && maxLocal < 2) {
+      r.excluded = "one rank per node";
+    }
+    if (r.excluded.empty()) {
+      // The configured lanes and the slot-sized chunk first; others only when clearly cheaper.
+      r.lanes = family == Family::kDirect ? 1 : config.channels;
+      r.chunkBytes = config.slotBytes;
+      topology::Prediction best = price(family, r.lanes, r.chunkBytes);
+      for (int lanes : laneOptions(family, config.channels)) {
+        for (size_t chunk : chunkOptions(family, config.slotBytes, config.pickChunk)) {
+          topology::Prediction p = price(family, lanes, chunk);
+          if (p.timeUs * kTieMargin < best.timeUs) {
+            best = p;
+            r.lanes = lanes;
+            r.chunkBytes = chunk;
+          }
+        }
+      }
+      r.predictedUs = best.timeUs;
+      r.detail = best.detail;
+    }
+    d.reports.push_back(std::move(r));
+  }
+  std::stable_sort(d.reports.begin(), d.reports.end(),
+                   [](const CandidateReport& a, const CandidateReport& b) {
+                     return a.predictedUs < b.predictedUs;
+                   });
+  CandidateReport* winner = &d.reports.front();
+  BRAID_ENFORCE(std::isfinite(winner->predictedUs), ErrorCode::kInternal,
+                "tuner: no algorithm can run {} of {} bytes on {} ranks", shapeName(shape),
+                inputBytes, n);
+
+  // A single node of shared-memory ranks keeps the measured rule unless the model clearly
+  // disagrees.
+  if (singleShmNode(graph)) {
+    const Family legacy = perPeer <= std::min(kDirectMaxBytes, capacity) ? Family::kDirect
+                          : rooted(shape)                                ? Family::kChain
+                                                                         : Family::kRing;
+    const int legacyLanes = legacy == Family::kDirect ? 1 : config.channels;
+    for (CandidateReport& r : d.reports) {
+      if (r.family != legacy || !r.excluded.empty()) continue;
+      topology::Prediction p = price(legacy, legacyLanes, config.slotBytes);
+      if (winner->predictedUs * kSingleNodeMargin > p.timeUs) {
+        const bool overruled = p.timeUs > winner->predictedUs;
+        r.lanes = legacyLanes;
+        r.chunkBytes = config.slotBytes;
+        r.predictedUs = p.timeUs;
+        r.detail = p.detail + (overruled ? " (kept: the measured single-node rule)" : "");
+        winner = &r;
+      }
+    }
+  }
+  winner->chosen = true;
+  d.choice = {winner->family, winner->lanes, winner->chunkBytes, winner->predictedUs};
+  std::stable_sort(d.reports.begin(), d.reports.end(),
+                   [](const CandidateReport& a, const CandidateReport& b) {
+                     return a.predictedUs < b.predictedUs;
+                   });
+  return d;
+}
+
+std::string oneLine(const TunerConfig& config, const TunerModel& model, Shape shape,
+                    size_t inputBytes, const std::vector<CandidateReport>& reports) {
+  std::string out = fmt::format("tuner: {} of {} on {} rank(s), {} node(s):", shapeName(shape),
+                                bytesText(inputBytes), config.nranks, model.graph().nodes.size());
+  for (const CandidateReport& r : reports) {
+    if (!r.excluded.empty()) {
+      out += fmt::format(" {} excluded ({});", familyAlgoName(r.family), r.excluded);
+    } else {
+      out += fmt::format(" {}{} x{} chunk {} {}{};", r.chosen ? "CHOSEN " : "",
+                         familyAlgoName(r.family), r.lanes, bytesText(r.chunkBytes),
+                         usText(r.predictedUs), r.chosen ? fmt::format(" [{}]", r.detail) : "");
+    }
+  }
+  out.pop_back();
+  return out;
+}
+
+Decision decide(const TunerConfig& config, Shape shape, size_t inputBytes) {
+  return evaluate(config, modelFor(config), shape, inputBytes);
+}
+
 }  // namespace
+
+TunerModel::TunerModel(topology::ClusterGraph graph)
+    : cost_(std::move(graph)), cache_(std::make_unique<Cache>()) {}
+TunerModel::~TunerModel() = default;
+
+std::shared_ptr<const TunerModel> makeTunerModel(topology::ClusterGraph graph) {
+  return std::make_shared<const TunerModel>(std::move(graph));
+}
+
+topology::Coll toColl(Shape shape) {
+  switch (shape) {
+    case Shape::kAllReduce:
+      return topology::Coll::kAllReduce;
+    case Shape::kReduceScatter:
+      return topology::Coll::kReduceScatter;
+    case Shape::kAllGather:
+      return topology::Coll::kAllGather;
+    case Shape::kBroadcast:
+      return topology::Coll::kBroadcast;
+    case Shape::kReduce:
+      return topology::Coll::kReduce;
+  }
+  return topology::Coll::kAllReduce;
+}
+
+topology::Algo toAlgo(Family family) {
+  switch (family) {
+    case Family::kRing:
+      return topology::Algo::kRing;
+    case Family::kDirect:
+      return topology::Algo::kDirect;
+    case Family::kChain:
+      return topology::Algo::kChain;
+    case Family::kTree:
+      return topology::Algo::kTree;
+    case Family::kHier:
+      return topology::Algo::kHier;
+  }
+  return topology::Algo::kRing;
+}
+
+size_t modelBytes(Shape shape, size_t inputBytes, int nranks) {
+  return shape == Shape::kAllGather ? inputBytes * nranks : inputBytes;
+}
 
 size_t directBytesPerPeer(Shape shape, size_t inputBytes, int nranks) {
   return shape == Shape::kReduceScatter ? inputBytes / nranks : inputBytes;
 }
 
 Choice choose(const TunerConfig& config, Shape shape, size_t inputBytes) {
-  const size_t perPeer = directBytesPerPeer(shape, inputBytes, config.nranks);
-  const size_t directCapacity = config.slotBytes * config.slots;
-  Choice choice;
-  choice.lanes = config.channels;
-  if (config.forced != Algorithm::kAuto) {
-    choice.family = familyOf(config.forced);
-    BRAID_ENFORCE(
-        familySupports(choice.family, shape), ErrorCode::kInvalidUsage,
-        "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: {}",
-        algorithmName(config.forced), shapeName(shape),
-        shape == Shape::kBroadcast || shape == Shape::kReduce ? "chain, oneshot" : "ring, oneshot");
-    BRAID_ENFORCE(choice.family != Family::kDirect || perPeer <= directCapacity,
-                  ErrorCode::kInvalidUsage,
-                  "algorithm 'oneshot' (BRAID_ALGO) moves at most {} bytes per peer (slots x "
-                  "chunk); this {} needs {}",
-                  directCapacity, shapeName(shape), perPeer);
-  } else if (config.nranks == 1 || perPeer <= std::min(kDirectMaxBytes, directCapacity)) {
-    choice.family = Family::kDirect;
-  } else {
-    choice.family =
-        shape == Shape::kBroadcast || shape == Shape::kReduce ? Family::kChain : Family::kRing;
+  if (config.nranks == 1 && config.forced == Algorithm::kAuto) {
+    return {Family::kDirect, 1, config.slotBytes, 0};
   }
-  if (choice.family == Family::kDirect) choice.lanes = 1;
-  return choice;
+  const TunerModel& model = modelFor(config);
+  TunerModel::Cache& cache = cacheOf(model);
+  const TunerModel::Cache::Key key{
+      static_cast<int>(shape), inputBytes,
+      config.slotBytes,        config.slots,
+      config.channels,         static_cast<int>(config.forced),
+      config.pickChunk,        reinterpret_cast<uintptr_t>(config.supports)};
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.decisions.find(key);
+    if (it != cache.decisions.end()) return it->second;
+  }
+  Decision d = evaluate(config, model, shape, inputBytes);  // throws for impossible forced ones
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  if (cache.decisions.size() >= kCacheLimit) cache.decisions.clear();
+  cache.decisions.emplace(key, d.choice);
+  if (logEnabled(LogLevel::kInfo) &&
+      cache.logged.emplace(static_cast<int>(shape), std::bit_width(inputBytes)).second) {
+    BRAID_INFO("{}", oneLine(config, model, shape, inputBytes, d.reports));
+  }
+  return d.choice;
+}
+
+std::vector<CandidateReport> rankCandidates(const TunerConfig& config, Shape shape,
+                                            size_t inputBytes) {
+  return decide(config, shape, inputBytes).reports;
+}
+
+std::string explain(const TunerConfig& config, Shape shape, size_t inputBytes) {
+  const TunerModel& model = modelFor(config);
+  Decision d = evaluate(config, model, shape, inputBytes);
+  std::string out = fmt::format(
+      "{} of {} per rank on {} rank(s), {} node(s): {} x{} lanes, chunk {}, predicted {}\n",
+      shapeName(shape), bytesText(inputBytes), config.nranks, model.graph().nodes.size(),
+      familyAlgoName(d.choice.family), d.choice.lanes, bytesText(d.choice.chunkBytes),
+      usText(d.choice.predictedUs));
+  for (const CandidateReport& r : d.reports) {
+    if (!r.excluded.empty()) {
+      out += fmt::format("  {:<8} excluded: {}\n", familyAlgoName(r.family), r.excluded);
+      continue;
+    }
+    std::string ratio = r.chosen || d.choice.predictedUs <= 0
+                            ? std::string(r.chosen ? "chosen" : "")
+                            : fmt::format("{:.2f}x", r.predictedUs / d.choice.predictedUs);
+    out += fmt::format("  {:<8} x{:<2} chunk {:>8}  {:>12}  {:<7} {}\n", familyAlgoName(r.family),
+                       r.lanes, bytesText(r.chunkBytes), usText(r.predictedUs), ratio, r.detail);
+  }
+  return out;
 }
 
 }  // namespace braid::comm
