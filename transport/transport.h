@@ -4,7 +4,8 @@
 // takes a free slot (tryAcquire), fills it, and posts it with a fixed-size header (post); the
 // receiver peeks the oldest posted slot (tryPeek), consumes it, and frees it (release). Where the
 // slot lives and who moves the bytes is the transport's business (shm: slots in shared memory
-// written by the sender's CPU; tcp: a socket and a progress thread).
+// written by the sender's CPU; tcp: a socket and a progress thread; ucx: UCX tagged messages into
+// pre-posted receive slots, driven by a progress thread).
 //
 // Every call here is non-blocking. A caller with nothing to do sleeps on the endpoint's doorbell:
 //   uint32_t ticket = ep.prepareSleep();   // announce
@@ -30,10 +31,20 @@
 namespace braid::transport {
 
 /// Which mechanism carries a peer's channels.
-enum class Kind : uint8_t { kSelf = 0, kShm = 1, kTcp = 2 };
+enum class Kind : uint8_t {
+  kSelf = 0,
+  kShm = 1,
+  kTcp = 2,
+  kUcx = 3,
+  kCudaIpc = 4,  ///< device slots over CUDA IPC (transport/cuda_ipc, device collectives only)
+};
 const char* kindName(Kind kind);
-/// Parses "shm" / "tcp"; false on an unknown name.
+/// Parses "shm" / "tcp" / "ucx"; false on an unknown name. A known name may still be unavailable
+/// in this build: see kindAvailable().
 bool parseKind(const std::string& name, Kind* out);
+/// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time). When not,
+/// *why (if given) receives a one-line reason.
+bool kindAvailable(Kind kind, std::string* why = nullptr);
 
 /// The fixed-size header every message carries; opaque to the transport (comm encodes it).
 struct MessageMeta {
@@ -69,14 +80,14 @@ class RecvChannel {
 struct EndpointConfig {
   int rank = 0;
   int size = 1;
-  std::vector<Kind> peerKinds;  ///< size entries; peerKinds[rank] == kSelf
-  int channels = 2;             ///< channel indices per peer pair (one per schedule lane)
-  int slots = 8;                ///< K: slots per channel
-  size_t slotBytes = 128 << 10; ///< bytes per slot (payload)
-  std::string jobId;            ///< unique per communicator; names shm segments and kv keys
-  std::string secret;           ///< per-job secret; tcp handshakes must present it
-  std::string advertiseAddress; ///< IPv4 address other hosts reach this rank at (tcp)
-  double timeoutSeconds = 60;   ///< for the connection phase
+  std::vector<Kind> peerKinds;   ///< size entries; peerKinds[rank] == kSelf
+  int channels = 2;              ///< channel indices per peer pair (one per schedule lane)
+  int slots = 8;                 ///< K: slots per channel
+  size_t slotBytes = 128 << 10;  ///< bytes per slot (payload)
+  std::string jobId;             ///< unique per communicator; names shm segments and kv keys
+  std::string secret;            ///< per-job secret; tcp handshakes must present it
+  std::string advertiseAddress;  ///< IPv4 address other hosts reach this rank at (tcp)
+  double timeoutSeconds = 60;    ///< for the connection phase
 };
 
 /// The rendezvous transports need (comm's bootstrap store implements it).

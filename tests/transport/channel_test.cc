@@ -119,7 +119,9 @@ TEST(TransportKind, NamesRoundTrip) {
   EXPECT_EQ(kind, Kind::kShm);
   EXPECT_TRUE(parseKind("tcp", &kind));
   EXPECT_EQ(kind, Kind::kTcp);
-  EXPECT_FALSE(parseKind("ucx", &kind));
+  EXPECT_TRUE(parseKind("ucx", &kind));
+  EXPECT_EQ(kind, Kind::kUcx);
+  EXPECT_FALSE(parseKind("verbs", &kind));
   EXPECT_STREQ(kindName(Kind::kShm), "shm");
   EXPECT_STREQ(kindName(Kind::kTcp), "tcp");
   EXPECT_STREQ(kindName(Kind::kSelf), "self");

@@ -1,0 +1,440 @@
+// The ucx progress thread and the UCX callbacks: it issues posted slots as tagged sends, re-posts
+// released receives and returns credits, sends aborts, and sleeps on the worker's event fd when
+// idle. Teardown closes the endpoints with a flush (bounded) and cancels the receives.
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "transport/ucx/channels.h"
+#include "transport/ucx/ucx.h"
+
+namespace braid::transport::ucx {
+
+namespace {
+
+constexpr auto kSpin = std::chrono::microseconds(50);  // busy polls after the last activity
+constexpr int kSleepMillis = 100;       // a sleep ends at least this often (belt and braces)
+constexpr double kCloseSeconds = 1;     // teardown: flushing and closing the endpoints
+constexpr double kCancelSeconds = 0.5;  // teardown: cancelling the pre-posted receives
+
+void sendCallback(void* request, ucs_status_t status, void* user) {
+  auto* slot = static_cast<SendSlot*>(user);
+  slot->channel->owner_->onSendDone(*slot, status);
+  ucp_request_free(request);
+}
+
+void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+  auto* slot = static_cast<RecvSlot*>(user);
+  slot->request = nullptr;
+  size_t length = status == UCS_OK && info != nullptr ? info->length : 0;
+  ucp_request_free(request);
+  slot->channel->owner_->onRecvDone(*slot, status, length);
+}
+
+void controlSendCallback(void* request, ucs_status_t status, void* user) {
+  auto* message = static_cast<ControlMessage*>(user);
+  message->owner->onControlDone(message, status);
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+void UcxTransport::ring() {
+  if (doorbell_ != nullptr) ringDoorbell(*doorbell_);
+}
+
+void UcxTransport::postRecv(UcxRecvChannel& channel, uint32_t index) {
+  RecvSlot& slot = channel.slots_[index];
+  slot.done = false;
+  ucp_tag_recv_info_t info{};
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
+  param.cb.recv = recvCallback;
+  param.user_data = &slot;
+  param.recv_info.tag_info = &info;
+  const int peer = channel.peerState_->rank;
+  ucs_status_ptr_t request = ucp_tag_recv_nbx(
+      worker_, channel.slot(index), kSlotHeaderBytes + channel.slotBytes_,
+      dataTag(peer, channel.channel_, static_cast<int>(index)), kFullTagMask, &param);
+  if (request == nullptr) {
+    onRecvDone(slot, UCS_OK, info.length);
+  } else if (UCS_PTR_IS_ERR(request)) {
+    markDead(*channel.peerState_,
+             fmt::format("posting a receive on channel {} failed: {}", channel.channel_,
+                         ucs_status_string(UCS_PTR_STATUS(request))),
+             false);
+  } else {
+    slot.request = request;
+  }
+}
+
+void UcxTransport::issueSend(UcxSendChannel& channel, uint64_t n) {
+  SendSlot& slot = channel.slots_[n % channel.k_];
+  slot.busy.store(1, std::memory_order_relaxed);
+  auto* header = reinterpret_cast<SlotHeader*>(channel.slot(n));
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = sendCallback;
+  param.user_data = &slot;
+  ucs_status_ptr_t request = ucp_tag_send_nbx(
+      channel.peerState_->ep, header, kSlotHeaderBytes + header->bytes,
+      dataTag(config_.rank, channel.channel_, static_cast<int>(n % channel.k_)), &param);
+  if (request == nullptr) {
+    slot.busy.store(0, std::memory_order_release);
+  } else if (UCS_PTR_IS_ERR(request)) {
+    slot.busy.store(0, std::memory_order_release);
+    markDead(*channel.peerState_,
+             fmt::format("sending {} bytes on channel {} failed: {}", header->bytes,
+                         channel.channel_, ucs_status_string(UCS_PTR_STATUS(request))),
+             false);
+  }
+}
+
+void UcxTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
+                               std::string payload) {
+  if (peer.ep == nullptr) return;
+  auto* message = new ControlMessage;
+  message->owner = this;
+  message->peer = &peer;
+  message->header.type = type;
+  message->header.rank = config_.rank;
+  message->header.channel = channel;
+  message->header.value = value;
+  message->payload = std::move(payload);
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_AM_SEND_FLAG_EAGER;
+  param.cb.send = controlSendCallback;
+  param.user_data = message;
+  ucs_status_ptr_t request =
+      ucp_am_send_nbx(peer.ep, kAmControl, &message->header, sizeof message->header,
+                      message->payload.data(), message->payload.size(), &param);
+  if (request == nullptr) {
+    delete message;
+  } else if (UCS_PTR_IS_ERR(request)) {
+    delete message;
+    markDead(peer,
+             fmt::format("sending a control message failed: {}",
+                         ucs_status_string(UCS_PTR_STATUS(request))),
+             false);
+  } else {
+    control_.insert(message);
+  }
+}
+
+void UcxTransport::onSendDone(SendSlot& slot, ucs_status_t status) {
+  slot.busy.store(0, std::memory_order_release);
+  if (status != UCS_OK && status != UCS_ERR_CANCELED) {
+    markDead(*slot.channel->peerState_,
+             fmt::format("a send on channel {} failed: {}", slot.channel->channel_,
+                         ucs_status_string(status)),
+             false);
+  }
+  if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
+}
+
+void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length) {
+  if (status == UCS_ERR_CANCELED) return;
+  UcxRecvChannel& channel = *slot.channel;
+  PeerState& peer = *channel.peerState_;
+  if (status != UCS_OK) {
+    markDead(peer,
+             fmt::format("a receive on channel {} failed: {}", channel.channel_,
+                         ucs_status_string(status)),
+             status == UCS_ERR_MESSAGE_TRUNCATED);
+    return;
+  }
+  const uint64_t k = channel.k_;
+  uint64_t arrived = channel.arrived_.load(std::memory_order_relaxed);
+  const uint64_t expectedSeq = arrived + (slot.index + k - arrived % k) % k;
+  const auto* header = reinterpret_cast<const SlotHeader*>(channel.slot(slot.index));
+  if (length < kSlotHeaderBytes || header->bytes != length - kSlotHeaderBytes ||
+      header->seq != expectedSeq) {
+    markDead(
+        peer,
+        fmt::format("message of {} bytes (header: {} bytes, seq {}) on channel {} slot {}, "
+                    "expected seq {}",
+                    length, header->bytes, header->seq, channel.channel_, slot.index, expectedSeq),
+        true);
+    return;
+  }
+  slot.done = true;
+  while (channel.slots_[arrived % k].done) {
+    channel.slots_[arrived % k].done = false;
+    ++arrived;
+  }
+  channel.arrived_.store(arrived, std::memory_order_release);
+  if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
+}
+
+void UcxTransport::onControlDone(ControlMessage* message, ucs_status_t status) {
+  control_.erase(message);
+  if (status != UCS_OK && status != UCS_ERR_CANCELED) {
+    markDead(*message->peer, fmt::format("a control message failed: {}", ucs_status_string(status)),
+             false);
+  }
+  delete message;
+}
+
+void UcxTransport::onEndpointError(PeerState& peer, ucs_status_t status) {
+  markDead(peer, fmt::format("UCX reported the endpoint failed: {}", ucs_status_string(status)),
+           false);
+}
+
+void UcxTransport::onControl(const void* header, size_t headerBytes, const void* data, size_t bytes,
+                             const ucp_am_recv_param_t* param) {
+  const int rank = config_.rank;
+  if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+    // Our control messages are always eager; a rendezvous one is not ours.
+    ucp_am_data_release(worker_, const_cast<void*>(data));
+    BRAID_WARN("rank {}: ucx: ignoring a {}-byte rendezvous active message", rank, bytes);
+    return;
+  }
+  ControlHeader h;
+  if (headerBytes != sizeof h) {
+    BRAID_WARN("rank {}: ucx: ignoring an active message with a {}-byte header", rank, headerBytes);
+    return;
+  }
+  std::memcpy(&h, header, sizeof h);
+  if (h.magic != kControlMagic || h.rank < 0 || h.rank >= config_.size || !peers_[h.rank]) {
+    BRAID_WARN("rank {}: ucx: ignoring an active message (magic {:#x}, rank {})", rank, h.magic,
+               h.rank);
+    return;
+  }
+  PeerState& peer = *peers_[h.rank];
+  const char* text = static_cast<const char*>(data);
+  switch (h.type) {
+    case kHello:
+      onHello(h.rank, text, bytes);
+      return;
+    case kCredit: {
+      if (h.channel >= static_cast<uint32_t>(config_.channels)) {
+        markDead(peer, fmt::format("credit for channel {} of {}", h.channel, config_.channels),
+                 true);
+        return;
+      }
+      UcxSendChannel& sc = *sends_[static_cast<size_t>(h.rank) * config_.channels + h.channel];
+      uint64_t posted = sc.posted_.load(std::memory_order_acquire);
+      if (h.value > posted) {
+        markDead(peer,
+                 fmt::format("credit {} on channel {} beyond the {} messages posted", h.value,
+                             h.channel, posted),
+                 true);
+        return;
+      }
+      if (h.value > sc.credited_.load(std::memory_order_relaxed)) {
+        sc.credited_.store(h.value, std::memory_order_release);
+        if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
+      }
+      return;
+    }
+    case kAbort:
+      recordAbort(h.rank, std::string(text, std::min<size_t>(bytes, kMaxAbortReason)));
+      ring();
+      return;
+    default:
+      markDead(peer, fmt::format("unknown control message type {}", h.type), true);
+  }
+}
+
+void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protocolError) {
+  if (peer.reason.empty()) peer.reason = why;
+  if (!peer.alive.exchange(false)) return;
+  if (protocolError) {
+    std::string text = fmt::format("protocol error from rank {}: {}", peer.rank, why);
+    if (!stopping_.load()) BRAID_WARN("rank {}: ucx: {}", config_.rank, text);
+    recordAbort(peer.rank, text);
+  } else if (!stopping_.load()) {
+    BRAID_INFO("rank {}: ucx connection to peer {} lost: {}", config_.rank, peer.rank, why);
+  }
+  ring();
+}
+
+bool UcxTransport::doLocalWork() {
+  bool did = false;
+  if (abortRequested_.load(std::memory_order_acquire) && !abortQueued_) {
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reason = abortReason_.substr(0, kMaxAbortReason);
+    }
+    for (auto& peer : peers_) {
+      if (peer && peer->alive.load()) sendControl(*peer, kAbort, 0, 0, reason);
+    }
+    abortQueued_ = true;
+    did = true;
+  }
+  for (auto& peer : peers_) {
+    if (!peer || peer->ep == nullptr) continue;
+    for (int c = 0; c < config_.channels; ++c) did |= flushChannel(*peer, c);
+  }
+  return did;
+}
+
+bool UcxTransport::flushChannel(PeerState& peer, int channel) {
+  if (peer.ep == nullptr) return false;
+  bool did = false;
+  const bool alive = peer.alive.load(std::memory_order_relaxed);
+  size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
+  UcxSendChannel& sc = *sends_[i];
+  uint64_t posted = sc.posted_.load(std::memory_order_acquire);
+  while (alive && sc.issued_ < posted) {
+    issueSend(sc, sc.issued_++);
+    did = true;
+  }
+  UcxRecvChannel& rc = *recvs_[i];
+  uint64_t released = rc.released_.load(std::memory_order_acquire);
+  if (released > rc.reposted_) {
+    for (uint64_t n = rc.reposted_; n < released; ++n) {
+      postRecv(rc, static_cast<uint32_t>(n % rc.k_));
+    }
+    rc.reposted_ = released;
+    if (alive) sendControl(peer, kCredit, static_cast<uint32_t>(channel), released, {});
+    did = true;
+  }
+  return did;
+}
+
+bool UcxTransport::hasLocalWork() {
+  if (abortRequested_.load(std::memory_order_relaxed) && !abortQueued_) return true;
+  for (auto& peer : peers_) {
+    if (!peer || peer->ep == nullptr) continue;
+    for (int c = 0; c < config_.channels; ++c) {
+      size_t i = static_cast<size_t>(peer->rank) * config_.channels + c;
+      if (sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ &&
+          peer->alive.load(std::memory_order_relaxed)) {
+        return true;
+      }
+      if (recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_) return true;
+    }
+  }
+  return false;
+}
+
+void UcxTransport::waitForEvents(int timeoutMillis, std::mutex* workerLock) {
+  ucs_status_t status;
+  {
+    std::unique_lock<std::mutex> lock;
+    if (workerLock != nullptr) {
+      lock = std::unique_lock<std::mutex>(*workerLock);
+      // A user thread drove the worker since our last progress: progress again, do not arm.
+      if (userTouched_.exchange(false, std::memory_order_relaxed)) return;
+    }
+    status = ucp_worker_arm(worker_);
+  }
+  // UCS_ERR_BUSY: events are pending, progress again instead of sleeping.
+  if (status == UCS_ERR_BUSY) return;
+  pollfd fds[2] = {{eventFd_, POLLIN, 0}, {workerFd_, POLLIN, 0}};
+  // Without a working event fd, sleep in short steps instead.
+  int n = poll(fds, status == UCS_OK ? 2 : 1, status == UCS_OK ? timeoutMillis : 1);
+  if (n > 0 && (fds[0].revents & POLLIN)) {
+    uint64_t value;
+    while (read(eventFd_, &value, sizeof value) > 0) {
+    }
+  }
+}
+
+void UcxTransport::progressLoop() {
+  Clock::time_point lastActivity = Clock::now();
+  while (true) {
+    bool did = false;
+    if (userWaiting_.load(std::memory_order_relaxed) != 0) {
+      std::this_thread::yield();  // a user is about to send or release: let it have the worker
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(workerMutex_);
+      for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) did = true;
+      did |= doLocalWork();
+    }
+    // The user stored its last posts before it destroyed us: they are issued above; the
+    // endpoints' flush in cleanup() delivers them.
+    if (stopping_.load(std::memory_order_acquire)) break;
+    auto now = Clock::now();
+    if (did) {
+      lastActivity = now;
+      continue;
+    }
+    if (now - lastActivity < kSpin) continue;
+    progressSleeping_.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // Dekker with wakeProgress()
+    bool work;
+    {
+      std::lock_guard<std::mutex> lock(workerMutex_);
+      work = hasLocalWork();
+    }
+    if (!work && !stopping_.load()) waitForEvents(kSleepMillis, &workerMutex_);
+    progressSleeping_.store(0, std::memory_order_relaxed);
+    lastActivity = Clock::now();
+  }
+}
+
+void UcxTransport::cleanup() {
+  if (worker_ != nullptr) {
+    // Endpoints first: a flush delivers what is in flight (bounded: a frozen peer never acks).
+    std::vector<void*> closing;
+    for (auto& peer : peers_) {
+      if (!peer || peer->ep == nullptr) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = peer->alive.load() ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t request = ucp_ep_close_nbx(peer->ep, &param);
+      if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
+      peer->ep = nullptr;
+    }
+    Deadline closeDeadline = Deadline::after(kCloseSeconds);
+    while (!closing.empty()) {
+      ucp_worker_progress(worker_);
+      closing.erase(std::remove_if(closing.begin(), closing.end(),
+                                   [](void* request) {
+                                     if (ucp_request_check_status(request) == UCS_INPROGRESS) {
+                                       return false;
+                                     }
+                                     ucp_request_free(request);
+                                     return true;
+                                   }),
+                    closing.end());
+      if (closeDeadline.expired()) break;
+    }
+    for (void* request : closing) ucp_request_free(request);  // released once it completes
+    // Then the receives still posted.
+    auto pending = [&] {
+      bool any = false;
+      for (auto& rc : recvs_) {
+        for (uint64_t s = 0; rc && s < rc->k_; ++s) any |= rc->slots_[s].request != nullptr;
+      }
+      return any;
+    };
+    for (auto& rc : recvs_) {
+      for (uint64_t s = 0; rc && s < rc->k_; ++s) {
+        if (rc->slots_[s].request != nullptr) ucp_request_cancel(worker_, rc->slots_[s].request);
+      }
+    }
+    Deadline cancelDeadline = Deadline::after(kCancelSeconds);
+    while (pending() && !cancelDeadline.expired()) ucp_worker_progress(worker_);
+    for (auto& rc : recvs_) {
+      for (uint64_t s = 0; rc && s < rc->k_; ++s) {
+        if (rc->slots_[s].request != nullptr) ucp_request_free(rc->slots_[s].request);
+        rc->slots_[s].request = nullptr;
+      }
+    }
+    ucp_worker_destroy(worker_);
+    worker_ = nullptr;
+  }
+  for (ControlMessage* message : control_) delete message;
+  control_.clear();
+  if (context_ != nullptr) {
+    ucp_cleanup(context_);
+    context_ = nullptr;
+  }
+  if (eventFd_ >= 0) {
+    close(eventFd_);
+    eventFd_ = -1;
+  }
+}
+
+}  // namespace braid::transport::ucx

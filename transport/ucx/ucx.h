@@ -1,0 +1,127 @@
+// The ucx transport (UCP API): one ucp_context + ucp_worker per endpoint, a ucp_ep per peer,
+// tagged messages into pre-posted receive slots, credits and aborts as active messages, and a
+// progress thread that owns the worker. Internal to transport/ (users see transport/transport.h).
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "transport/doorbell.h"
+#include "transport/transport.h"
+
+namespace braid::transport::ucx {
+
+class UcxSendChannel;
+class UcxRecvChannel;
+struct PeerState;
+struct ControlMessage;
+struct SendSlot;
+struct RecvSlot;
+
+/// Connection happens in steps so the caller can interleave them with other transports:
+///   UcxTransport(config, kv)  creates the context and worker, pre-posts every receive slot and
+///                             publishes "<jobId>/ucx/<rank>" = the worker address in hex;
+///   connectPeers(kv, deadline) creates an endpoint per ucx peer and exchanges a hello (job id,
+///                             secret, pid) with each, progressing the worker on the calling
+///                             thread;
+///   start(doorbell)           hands the worker to the progress thread, which rings `doorbell` on
+///                             arrivals, credits, aborts and peer failures.
+/// The destructor issues what was posted, closes the endpoints with a flush (bounded), cancels the
+/// receives and destroys the worker. The worker is used by one thread at a time (UCX's serialized
+/// mode): the constructing thread until start(); then whoever holds workerMutex_: the progress
+/// thread, or a user thread that got it with try_lock to send, release or poll without a thread
+/// switch; then the destructor after the join. "Worker owner" below means that thread.
+class UcxTransport {
+ public:
+  UcxTransport(const EndpointConfig& config, KeyValue& kv);
+  ~UcxTransport();
+  UcxTransport(const UcxTransport&) = delete;
+  UcxTransport& operator=(const UcxTransport&) = delete;
+
+  void connectPeers(KeyValue& kv, Deadline deadline);
+  void start(Doorbell* doorbell);
+
+  SendChannel& send(int peer, int channel);
+  RecvChannel& recv(int peer, int channel);
+  /// False once UCX reported the peer's endpoint failed, the peer broke the protocol, or (same
+  /// host and pid namespace) its process is gone.
+  bool peerAlive(int peer);
+  /// Sends an abort message to every ucx peer (from the progress thread); safe from any thread.
+  void signalAbort(const std::string& reason);
+  /// The first abort a ucx peer sent (or a protocol error a peer committed).
+  std::optional<std::pair<int, std::string>> peerAbort();
+
+  /// Wakes the progress thread if it sleeps (after a post or release by the user).
+  void wakeProgress();
+  /// After a post or release on (peer, channel): issues the send / re-posts the receive and
+  /// returns the credit from the calling thread (waiting for the worker's mutex, which the
+  /// progress thread holds only briefly).
+  void flushSoon(PeerState& peer, int channel);
+  /// tryPeek/tryAcquire found nothing: progresses the worker once if it is free.
+  void pollSoon();
+  /// The endpoint's sleep() calls this: a user thread that drove the worker since the
+  /// progress thread last armed it wakes that thread, so no UCX work is left unannounced.
+  void beforeUserSleep();
+
+  // Called from UCX callbacks on the thread that owns the worker.
+  void onSendDone(SendSlot& slot, ucs_status_t status);
+  void onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length);
+  void onControlDone(ControlMessage* message, ucs_status_t status);
+  void onEndpointError(PeerState& peer, ucs_status_t status);
+  void onControl(const void* header, size_t headerBytes, const void* data, size_t bytes,
+                 const ucp_am_recv_param_t* param);
+
+ private:
+  void cleanup();
+  void postRecv(UcxRecvChannel& channel, uint32_t index);
+  void issueSend(UcxSendChannel& channel, uint64_t n);
+  void sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
+                   std::string payload);
+  void onHello(int from, const char* data, size_t bytes);
+  bool doLocalWork();
+  bool flushChannel(PeerState& peer, int channel);
+  bool hasLocalWork();
+  void progressLoop();
+  /// Arms the worker (holding *workerLock if given) and polls its event fd and eventFd_.
+  void waitForEvents(int timeoutMillis, std::mutex* workerLock);
+  void markDead(PeerState& peer, const std::string& why, bool protocolError);
+  void recordAbort(int peer, const std::string& reason);
+  void ring();
+
+  EndpointConfig config_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int workerFd_ = -1;  // ucp_worker_get_efd; owned by UCX
+  int eventFd_ = -1;   // user threads wake the progress thread through it
+  std::string tls_;    // UCX_TLS as seen at start, for messages
+  std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ucx peers
+  std::vector<std::unique_ptr<UcxSendChannel>> sends_;
+  std::vector<std::unique_ptr<UcxRecvChannel>> recvs_;
+  std::unordered_set<ControlMessage*> control_;  // in flight; worker owner only
+  uint64_t pidNamespace_ = 0;
+  uint64_t hostId_ = 0;
+  Doorbell* doorbell_ = nullptr;
+  std::mutex workerMutex_;                // held by the worker's owner after start()
+  std::atomic<bool> userTouched_{false};  // a user thread drove the worker (see beforeUserSleep)
+  std::atomic<int> userWaiting_{0};       // user threads waiting for workerMutex_
+  int pollSkip_ = 0;                      // pollSoon(): calls to skip (user thread only)
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  alignas(64) std::atomic<uint32_t> progressSleeping_{0};
+  std::atomic<bool> abortRequested_{false};
+  bool abortQueued_ = false;  // worker owner only
+  std::mutex mutex_;          // guards abortReason_ and peerAbort_
+  std::string abortReason_;
+  std::optional<std::pair<int, std::string>> peerAbort_;
+};
+
+}  // namespace braid::transport::ucx

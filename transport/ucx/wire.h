@@ -1,0 +1,70 @@
+// The ucx transport's wire format (host byte order: all ranks of a job share an architecture).
+//
+// Data: one tagged message per posted slot, sent from the sender's slot (SlotHeader + payload)
+// into the receiver's pre-posted receive for that channel and slot index. The tag names sender,
+// channel and slot, so every message lands in exactly one receive and ordering inside UCX does not
+// matter. Control (hello, credit, abort): active messages with id kAmControl, a ControlHeader as
+// the AM header and an optional payload (the hello fields plus jobId and secret, or the abort
+// reason).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "transport/transport.h"
+
+namespace braid::transport::ucx {
+
+/// Bytes in front of every slot's payload; keeps the payload 64-byte aligned.
+inline constexpr size_t kSlotHeaderBytes = 64;
+
+struct SlotHeader {
+  MessageMeta meta;
+  uint64_t bytes = 0;  ///< payload bytes that follow the header
+  uint64_t seq = 0;    ///< message number on its channel (checked by the receiver)
+  uint64_t pad[2] = {0, 0};
+};
+static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
+
+// Tag layout: sender rank (24 bits) | channel (16 bits) | slot index (24 bits).
+inline constexpr int kMaxRanks = 1 << 24;
+inline constexpr int kMaxChannels = 1 << 16;
+inline constexpr int kMaxSlots = 1 << 24;
+inline constexpr uint64_t kFullTagMask = ~uint64_t{0};
+
+inline uint64_t dataTag(int sender, int channel, int slot) {
+  return (static_cast<uint64_t>(sender) << 40) | (static_cast<uint64_t>(channel) << 24) |
+         static_cast<uint64_t>(slot);
+}
+
+inline constexpr unsigned kAmControl = 7;
+inline constexpr uint32_t kControlMagic = 0x31786375;  // "ucx1"
+inline constexpr uint32_t kMaxAbortReason = 1024;
+inline constexpr uint32_t kMaxHandshakeString = 1024;  ///< bound on jobId and secret lengths
+
+enum ControlType : uint32_t { kHello = 1, kCredit = 2, kAbort = 3 };
+
+struct ControlHeader {
+  uint32_t magic = kControlMagic;
+  uint32_t type = 0;
+  int32_t rank = 0;      ///< the sender
+  uint32_t channel = 0;  ///< kCredit: the channel whose slots were released
+  uint64_t value = 0;    ///< kCredit: messages released so far on that channel
+};
+static_assert(sizeof(ControlHeader) == 24);
+
+/// The kHello payload, followed by jobId and secret bytes.
+struct Hello {
+  uint32_t version = 1;
+  int32_t size = 0;    ///< world size
+  int32_t target = 0;  ///< the rank it means to reach
+  uint32_t jobIdBytes = 0;
+  uint32_t secretBytes = 0;
+  uint32_t pad = 0;
+  uint64_t pid = 0;           ///< for the same-host liveness check
+  uint64_t pidNamespace = 0;  ///< inode of /proc/self/ns/pid (0 unknown)
+  uint64_t hostId = 0;        ///< hash of hostname and boot id
+};
+static_assert(sizeof(Hello) == 48);
+
+}  // namespace braid::transport::ucx
