@@ -1,0 +1,1 @@
+"""braid-cluster: network-namespace clusters for braid (see ../README.md)."""
