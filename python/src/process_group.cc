@@ -1,0 +1,411 @@
+#include "process_group.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include "c10d_store.h"
+#include "comm/bootstrap/secret.h"
+#include "comm/internal.h"
+#include "common/env.h"
+#include "types.h"
+#include "watcher.h"
+
+namespace braid::pytorch {
+namespace {
+
+using ::c10d::OpType;
+
+// Where peers on other hosts reach this rank (braid's tcp transport): BRAID_HOST_ADDR, else the
+// first non-loopback IPv4 address that is up, else loopback.
+std::string advertiseAddress() {
+  if (auto forced = envString("BRAID_HOST_ADDR")) return *forced;
+  std::string found = "127.0.0.1";
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return found;
+  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
+    if ((it->ifa_flags & IFF_UP) == 0 || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text, sizeof text);
+    found = text;
+    break;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// Creates the communicator with a job secret shared through PyTorch's store (which is what the
+// ranks already trust), unless the launcher set BRAID_SECRET for the whole job. CommFactory reads
+// the secret from BRAID_SECRET, so it is set for the duration of the call and then restored.
+Communicator connect(const std::shared_ptr<C10dStore>& store, int rank, int size,
+                     const braid::Options& options) {
+  static std::mutex mutex;  // the environment is process-wide
+  std::lock_guard<std::mutex> lock(mutex);
+  static const std::optional<std::string> launcherSecret = envString("BRAID_SECRET");
+  if (launcherSecret) {
+    return CommFactory::fromStore(store, rank, size, options, "braid", advertiseAddress());
+  }
+  std::string secret;
+  if (rank == 0) {
+    secret = bootstrap::randomSecret();
+    store->set("braid/secret", secret);
+  } else {
+    secret = store->get("braid/secret", Deadline::after(options.timeoutSeconds));
+  }
+  setenv("BRAID_SECRET", secret.c_str(), 1);
+  try {
+    auto comm = CommFactory::fromStore(store, rank, size, options, "braid", advertiseAddress());
+    unsetenv("BRAID_SECRET");
+    return comm;
+  } catch (...) {
+    unsetenv("BRAID_SECRET");
+    throw;
+  }
+}
+
+size_t count(const at::Tensor& tensor) { return static_cast<size_t>(tensor.numel()); }
+
+// Runs a braid submission, turning its error (bad arguments, a broken communicator) into a
+// Python RuntimeError naming the op.
+template <typename Submit>
+Request submit(const char* opName, Submit&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    TORCH_CHECK(false, "braid ", opName, " failed: ", e.what());
+  }
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* opName) {
+  TORCH_CHECK(tensors.size() == 1, "braid ", opName, " takes exactly one tensor per call (got ",
+              tensors.size(), ")");
+  checkTensor(tensors[0], opName);
+  return tensors[0];
+}
+
+void checkSameKind(const at::Tensor& tensor, const at::Tensor& like, const char* opName,
+                   const char* what) {
+  checkTensor(tensor, opName);
+  TORCH_CHECK(tensor.scalar_type() == like.scalar_type(), "braid ", opName, ": ", what,
+              " has dtype ", tensor.scalar_type(), " but the input has ", like.scalar_type());
+}
+
+}  // namespace
+
+BraidProcessGroup::BraidProcessGroup(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds timeout)
+    : GroupBase(rank, size),
+      watcher_(std::make_shared<Watcher>()),
+      timeoutSeconds_(std::chrono::duration<double>(timeout).count()) {
+  TORCH_CHECK(timeoutSeconds_ > 0, "braid: the process group timeout must be positive");
+  braid::Options options;
+  options.timeoutSeconds = timeoutSeconds_;
+  try {
+    comm_ = std::make_shared<Communicator>(
+        connect(std::make_shared<C10dStore>(store), rank, size, options));
+  } catch (const Error& e) {
+    TORCH_CHECK(false, "braid: creating the process group (rank ", rank, " of ", size,
+                ") failed: ", e.what());
+  }
+}
+
+BraidProcessGroup::~BraidProcessGroup() {
+  watcher_.reset();  // lets the works with futures finish first
+}
+
+c10::intrusive_ptr<GroupBase> BraidProcessGroup::create(
+    const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+    const std::chrono::duration<float>& timeout) {
+  return c10::make_intrusive<BraidProcessGroup>(
+      store, rank, size, std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+}
+
+c10::intrusive_ptr<BraidWork> BraidProcessGroup::makeWork(OpType type, const char* opName) {
+  return c10::make_intrusive<BraidWork>(getRank(), type, opName, comm_, timeoutSeconds_, watcher_);
+}
+
+at::Tensor BraidProcessGroup::outputBuffer(BraidWork& work, const at::Tensor& tensor) {
+  work.keepAlive.push_back(tensor);
+  if (tensor.is_contiguous()) return tensor;
+  at::Tensor staged = tensor.contiguous();
+  work.keepAlive.push_back(staged);
+  work.copyOut.emplace_back(tensor, staged);
+  return staged;
+}
+
+void BraidProcessGroup::unsupported(const char* opName) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "braid: ", opName,
+                              " is not supported by braid (supported: allreduce, "
+                              "allreduce_coalesced, broadcast, reduce, allgather, "
+                              "_allgather_base, reduce_scatter, _reduce_scatter_base, barrier, "
+                              "send, recv)");
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::broadcast(
+    std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
+  constexpr const char* kName = "broadcast";
+  const at::Tensor& tensor = single(tensors, kName);
+  const DataType type = toDataType(tensor.scalar_type(), kName);
+  auto work = makeWork(OpType::BROADCAST, kName);
+  at::Tensor buf = outputBuffer(*work, tensor);
+  const int root = static_cast<int>(opts.rootRank);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->broadcastAsync(buf.data_ptr(), buf.data_ptr(), count(buf), type, root);
+  }));
+  work->outputs = {tensor};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allreduce(
+    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
+  constexpr const char* kName = "allreduce";
+  const at::Tensor& tensor = single(tensors, kName);
+  const RedOp op = toRedOp(opts.reduceOp, kName);
+  const DataType type = toDataType(tensor.scalar_type(), kName, true, op);
+  auto work = makeWork(OpType::ALLREDUCE, kName);
+  at::Tensor buf = outputBuffer(*work, tensor);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->allReduceAsync(buf.data_ptr(), buf.data_ptr(), count(buf), type, op);
+  }));
+  work->outputs = {tensor};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  constexpr const char* kName = "allreduce_coalesced";
+  TORCH_CHECK(!tensors.empty(), "braid ", kName, ": no tensors");
+  const RedOp op = toRedOp(opts.reduceOp, kName);
+  // One flat buffer per dtype, in order of first appearance (the same on every rank when the
+  // ranks pass the same list), so many small tensors cost one all-reduce each dtype.
+  std::vector<at::ScalarType> order;
+  std::map<at::ScalarType, std::vector<at::Tensor>> byType;
+  for (const auto& tensor : tensors) {
+    checkTensor(tensor, kName);
+    toDataType(tensor.scalar_type(), kName, true, op);
+    auto& list = byType[tensor.scalar_type()];
+    if (list.empty()) order.push_back(tensor.scalar_type());
+    list.push_back(tensor);
+  }
+  auto work = makeWork(OpType::ALLREDUCE_COALESCED, kName);
+  for (at::ScalarType dtype : order) {
+    auto& list = byType[dtype];
+    std::vector<at::Tensor> flatViews;
+    for (const auto& tensor : list) flatViews.push_back(tensor.reshape({-1}));
+    at::Tensor flat = at::cat(flatViews);
+    work->keepAlive.push_back(flat);
+    int64_t offset = 0;
+    for (const auto& tensor : list) {
+      work->copyOut.emplace_back(tensor, flat.narrow(0, offset, tensor.numel()).view_as(tensor));
+      offset += tensor.numel();
+    }
+    const DataType type = toDataType(dtype, kName, true, op);
+    work->requests.push_back(submit(kName, [&] {
+      return comm_->allReduceAsync(flat.data_ptr(), flat.data_ptr(), count(flat), type, op);
+    }));
+  }
+  work->keepAlive.insert(work->keepAlive.end(), tensors.begin(), tensors.end());
+  work->outputs = tensors;
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce(std::vector<at::Tensor>& tensors,
+                                                           const ::c10d::ReduceOptions& opts) {
+  constexpr const char* kName = "reduce";
+  const at::Tensor& tensor = single(tensors, kName);
+  const RedOp op = toRedOp(opts.reduceOp, kName);
+  const DataType type = toDataType(tensor.scalar_type(), kName, true, op);
+  auto work = makeWork(OpType::REDUCE, kName);
+  at::Tensor buf = outputBuffer(*work, tensor);
+  const int root = static_cast<int>(opts.rootRank);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->reduceAsync(buf.data_ptr(), buf.data_ptr(), count(buf), type, op, root);
+  }));
+  work->outputs = {tensor};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  constexpr const char* kName = "allgather";
+  const at::Tensor& input = single(inputs, kName);
+  TORCH_CHECK(outputs.size() == 1, "braid ", kName, " takes one output list (got ", outputs.size(),
+              ")");
+  auto& list = outputs[0];
+  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
+              ": the output list holds ", list.size(), " tensors, the group has ", getSize(),
+              " ranks");
+  for (const auto& out : list) {
+    checkSameKind(out, input, kName, "an output tensor");
+    TORCH_CHECK(out.numel() == input.numel(), "braid ", kName, ": an output tensor has ",
+                out.numel(), " elements, the input ", input.numel());
+  }
+  const DataType type = toDataType(input.scalar_type(), kName);
+  auto work = makeWork(OpType::ALLGATHER, kName);
+  at::Tensor in = input.contiguous();
+  at::Tensor gathered = at::empty({getSize() * input.numel()}, input.options());
+  work->keepAlive = {in, gathered};
+  for (size_t i = 0; i < list.size(); ++i) {
+    work->copyOut.emplace_back(
+        list[i], gathered.narrow(0, static_cast<int64_t>(i) * input.numel(), input.numel())
+                     .view_as(list[i]));
+  }
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->allGatherAsync(in.data_ptr(), gathered.data_ptr(), count(in), type);
+  }));
+  work->outputs = list;
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
+  constexpr const char* kName = "_allgather_base";
+  checkTensor(input, kName);
+  checkSameKind(output, input, kName, "the output");
+  TORCH_CHECK(output.numel() == getSize() * input.numel(), "braid ", kName, ": the output has ",
+              output.numel(), " elements, expected ", getSize(), " ranks x ", input.numel());
+  const DataType type = toDataType(input.scalar_type(), kName);
+  auto work = makeWork(OpType::_ALLGATHER_BASE, kName);
+  at::Tensor in = input.contiguous();
+  work->keepAlive.push_back(in);
+  at::Tensor out = outputBuffer(*work, output);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->allGatherAsync(in.data_ptr(), out.data_ptr(), count(in), type);
+  }));
+  work->outputs = {output};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  constexpr const char* kName = "reduce_scatter";
+  const at::Tensor& output = single(outputs, kName);
+  TORCH_CHECK(inputs.size() == 1, "braid ", kName, " takes one input list (got ", inputs.size(),
+              ")");
+  auto& list = inputs[0];
+  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
+              ": the input list holds ", list.size(), " tensors, the group has ", getSize(),
+              " ranks");
+  std::vector<at::Tensor> flatViews;
+  for (const auto& in : list) {
+    checkSameKind(in, output, kName, "an input tensor");
+    TORCH_CHECK(in.numel() == output.numel(), "braid ", kName, ": an input tensor has ", in.numel(),
+                " elements, the output ", output.numel());
+    flatViews.push_back(in.reshape({-1}));
+  }
+  const RedOp op = toRedOp(opts.reduceOp, kName);
+  const DataType type = toDataType(output.scalar_type(), kName, true, op);
+  auto work = makeWork(OpType::REDUCE_SCATTER, kName);
+  at::Tensor in = at::cat(flatViews);
+  work->keepAlive.push_back(in);
+  at::Tensor out = outputBuffer(*work, output);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->reduceScatterAsync(in.data_ptr(), out.data_ptr(), count(out), type, op);
+  }));
+  work->outputs = {output};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
+  constexpr const char* kName = "_reduce_scatter_base";
+  checkTensor(output, kName);
+  checkSameKind(input, output, kName, "the input");
+  TORCH_CHECK(input.numel() == getSize() * output.numel(), "braid ", kName, ": the input has ",
+              input.numel(), " elements, expected ", getSize(), " ranks x ", output.numel());
+  const RedOp op = toRedOp(opts.reduceOp, kName);
+  const DataType type = toDataType(output.scalar_type(), kName, true, op);
+  auto work = makeWork(OpType::_REDUCE_SCATTER_BASE, kName);
+  at::Tensor in = input.contiguous();
+  work->keepAlive.push_back(in);
+  at::Tensor out = outputBuffer(*work, output);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->reduceScatterAsync(in.data_ptr(), out.data_ptr(), count(out), type, op);
+  }));
+  work->outputs = {output};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::barrier(const ::c10d::BarrierOptions& opts) {
+  constexpr const char* kName = "barrier";
+  auto work = makeWork(OpType::BARRIER, kName);
+  work->requests.push_back(submit(kName, [&] { return comm_->barrierAsync(); }));
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::send(std::vector<at::Tensor>& tensors,
+                                                         int dstRank, int tag) {
+  constexpr const char* kName = "send";
+  const at::Tensor& tensor = single(tensors, kName);
+  const DataType type = toDataType(tensor.scalar_type(), kName);
+  auto work = makeWork(OpType::SEND, kName);
+  at::Tensor buf = tensor.contiguous();
+  work->keepAlive.push_back(buf);
+  work->requests.push_back(
+      submit(kName, [&] { return comm_->sendAsync(buf.data_ptr(), count(buf), type, dstRank); }));
+  work->outputs = {tensor};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recv(std::vector<at::Tensor>& tensors,
+                                                         int srcRank, int tag) {
+  constexpr const char* kName = "recv";
+  const at::Tensor& tensor = single(tensors, kName);
+  const DataType type = toDataType(tensor.scalar_type(), kName);
+  auto work = makeWork(OpType::RECV, kName);
+  at::Tensor buf = outputBuffer(*work, tensor);
+  work->requests.push_back(
+      submit(kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, srcRank); }));
+  work->sourceRank_ = srcRank;
+  work->outputs = {tensor};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
+    const ::c10d::AllgatherOptions&) {
+  unsupported("allgather_coalesced");
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::gather(std::vector<std::vector<at::Tensor>>&,
+                                                           std::vector<at::Tensor>&,
+                                                           const ::c10d::GatherOptions&) {
+  unsupported("gather");
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::scatter(std::vector<at::Tensor>&,
+                                                            std::vector<std::vector<at::Tensor>>&,
+                                                            const ::c10d::ScatterOptions&) {
+  unsupported("scatter");
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall_base(at::Tensor&, at::Tensor&,
+                                                                  std::vector<int64_t>&,
+                                                                  std::vector<int64_t>&,
+                                                                  const ::c10d::AllToAllOptions&) {
+  unsupported("alltoall_base (all_to_all_single)");
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Tensor>&,
+                                                             std::vector<at::Tensor>&,
+                                                             const ::c10d::AllToAllOptions&) {
+  unsupported("alltoall");
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recvAnysource(std::vector<at::Tensor>&, int) {
+  unsupported("recv from any source");
+}
+
+void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions&, bool) {
+  unsupported("monitored_barrier");
+}
+
+}  // namespace braid::pytorch
