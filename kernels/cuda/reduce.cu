@@ -1,0 +1,156 @@
+// reduceCopyAsync, divideAsync and copyAsync: two-input element kernels with 16-byte vector
+// access, kUnroll vectors of each operand in flight per thread, and a scalar path for unaligned
+// pointers and tails.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_elem.cuh"
+
+namespace braid::kernels::cuda {
+namespace detail {
+namespace {
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kThreads)
+    reduceCopyKernel(typename Traits<T>::S* dst0, typename Traits<T>::S* dst1,
+                     const typename Traits<T>::S* a, const typename Traits<T>::S* b, size_t count,
+                     uint64_t divisor, bool vectorOk) {
+  using S = typename Traits<T>::S;
+  using V = Vec<S>;
+  const size_t tid = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  const size_t nvec = vectorOk ? count / V::kN : 0;
+  // Each thread handles kUnroll vectors per round, `stride` apart (coalesced per unroll step);
+  // all loads are issued before any arithmetic so kUnroll * 2 loads are in flight.
+  for (size_t base = tid; base < nvec; base += stride * kUnroll) {
+    V va[kUnroll], vb[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = base + u * stride;
+      if (i < nvec) {
+        va[u].raw = loadVec(a + i * V::kN);
+        vb[u].raw = loadVec(b + i * V::kN);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = base + u * stride;
+      if (i < nvec) {
+        V r;
+#pragma unroll
+        for (int k = 0; k < V::kN; ++k) r.e[k] = reduceElem<T, Op>(va[u].e[k], vb[u].e[k], divisor);
+        reinterpret_cast<uint4*>(dst0)[i] = r.raw;
+        if (dst1 != nullptr) reinterpret_cast<uint4*>(dst1)[i] = r.raw;
+      }
+    }
+  }
+  for (size_t i = nvec * V::kN + tid; i < count; i += stride) {
+    const S r = reduceElem<T, Op>(a[i], b[i], divisor);
+    dst0[i] = r;
+    if (dst1 != nullptr) dst1[i] = r;
+  }
+}
+
+struct ReduceCopy {
+  template <typename T, typename Op>
+  static int run(void* dst0, void* dst1, const void* a, const void* b, size_t count,
+                 uint64_t divisor, cudaStream_t stream) {
+    using S = typename Traits<T>::S;
+    const bool vectorOk = aligned16(dst0) && aligned16(dst1) && aligned16(a) && aligned16(b);
+    const size_t items = vectorOk ? count / Vec<S>::kN + 1 : count;
+    reduceCopyKernel<T, Op><<<blocksFor(items, vectorOk ? kUnroll : 1), kThreads, 0, stream>>>(
+        static_cast<S*>(dst0), static_cast<S*>(dst1), static_cast<const S*>(a),
+        static_cast<const S*>(b), count, divisor, vectorOk);
+    return static_cast<int>(cudaGetLastError());
+  }
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    divideKernel(typename Traits<T>::S* dst, const typename Traits<T>::S* src, size_t count,
+                 uint64_t divisor) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += stride) {
+    dst[i] = divideElem<T>(src[i], divisor);
+  }
+}
+
+struct Divide {
+  template <typename T, typename Op>
+  static int run(void* dst, const void* src, size_t count, uint64_t divisor, cudaStream_t stream) {
+    using S = typename Traits<T>::S;
+    if constexpr (std::is_same_v<Op, SumOp>) {  // the op is irrelevant: one instance per type
+      divideKernel<T><<<blocksFor(count, 4), kThreads, 0, stream>>>(
+          static_cast<S*>(dst), static_cast<const S*>(src), count, divisor);
+      return static_cast<int>(cudaGetLastError());
+    }
+    return static_cast<int>(cudaErrorInvalidValue);
+  }
+};
+
+__global__ void __launch_bounds__(kThreads)
+    copy2Kernel(char* dst0, char* dst1, const char* src, size_t bytes, bool vectorOk) {
+  const size_t tid = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  const size_t nvec = vectorOk ? bytes / 16 : 0;
+  for (size_t base = tid; base < nvec; base += stride * kUnroll) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = base + u * stride;
+      if (i < nvec) v[u] = loadVec(src + i * 16);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t i = base + u * stride;
+      if (i < nvec) {
+        reinterpret_cast<uint4*>(dst0)[i] = v[u];
+        reinterpret_cast<uint4*>(dst1)[i] = v[u];
+      }
+    }
+  }
+  for (size_t i = nvec * 16 + tid; i < bytes; i += stride) {
+    const char c = src[i];
+    dst0[i] = c;
+    dst1[i] = c;
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+int reduceCopyAsync(void* dst0, void* dst1, const void* a, const void* b, size_t count,
+                    DataType type, RedOp op, uint64_t divisor, void* stream) {
+  if (count == 0) return 0;
+  return detail::dispatch<detail::ReduceCopy>("reduceCopyAsync", type, op, dst0, dst1, a, b, count,
+                                              divisor, static_cast<cudaStream_t>(stream));
+}
+
+int divideAsync(void* dst, const void* src, size_t count, DataType type, uint64_t divisor,
+                void* stream) {
+  if (divisor == 0) detail::badArgument("divideAsync", "divisor 0");
+  if (count == 0) return 0;
+  return detail::dispatch<detail::Divide>("divideAsync", type, RedOp::kSum, dst, src, count,
+                                          divisor, static_cast<cudaStream_t>(stream));
+}
+
+int copyAsync(void* dst0, void* dst1, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return 0;
+  auto s = static_cast<cudaStream_t>(stream);
+  if (dst1 == nullptr) {
+    // One destination: the copy engine path of the runtime (works across IPC mappings, UVA).
+    if (dst0 == src) return 0;
+    return static_cast<int>(cudaMemcpyAsync(dst0, src, bytes, cudaMemcpyDefault, s));
+  }
+  const bool vectorOk =
+      detail::aligned16(dst0) && detail::aligned16(dst1) && detail::aligned16(src);
+  const size_t items = vectorOk ? bytes / 16 + 1 : bytes;
+  detail::copy2Kernel<<<detail::blocksFor(items, vectorOk ? detail::kUnroll : 1), detail::kThreads,
+                        0, s>>>(static_cast<char*>(dst0), static_cast<char*>(dst1),
+                                static_cast<const char*>(src), bytes, vectorOk);
+  return static_cast<int>(cudaGetLastError());
+}
+
+const char* errorString(int error) { return cudaGetErrorString(static_cast<cudaError_t>(error)); }
+
+}  // namespace braid::kernels::cuda

@@ -1,0 +1,132 @@
+// Helpers for tests/cuda: every dtype and op, seeded inputs (with NaN, infinities and signed
+// zeros for the float types), bytewise comparison, and exact per-rank collective inputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/element_ops.h"
+#include "kernels/types.h"
+
+namespace braid::cudatest {
+
+constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
+                                  DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
+                                  DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
+                                  DataType::kBFloat16};
+constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg};
+
+/// Sets element i of a `type` buffer from a double (rounded as the type's own conversion).
+inline void setElem(void* buf, size_t i, DataType type, double v) {
+  char* p = static_cast<char*>(buf) + i * dataTypeSize(type);
+  auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
+  switch (type) {
+    case DataType::kInt8:
+      return put(static_cast<int8_t>(v));
+    case DataType::kUint8:
+      return put(static_cast<uint8_t>(v));
+    case DataType::kInt32:
+      return put(static_cast<int32_t>(v));
+    case DataType::kUint32:
+      return put(static_cast<uint32_t>(v));
+    case DataType::kInt64:
+      return put(static_cast<int64_t>(v));
+    case DataType::kUint64:
+      return put(static_cast<uint64_t>(v));
+    case DataType::kFloat16:
+      return put(kernels::floatToHalfBits(static_cast<float>(v)));
+    case DataType::kBFloat16:
+      return put(kernels::floatToBfloat16Bits(static_cast<float>(v)));
+    case DataType::kFloat32:
+      return put(static_cast<float>(v));
+    case DataType::kFloat64:
+      return put(v);
+  }
+}
+
+inline bool isFloat(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
+         t == DataType::kFloat64;
+}
+
+/// `count` seeded elements: random bytes for integers (wrap-around exercised); for floats mostly
+/// values in [-100, 100] with some NaN, +-inf, +-0 and tiny (subnormal-range) values.
+inline std::vector<char> randomBuffer(size_t count, DataType type, uint32_t seed) {
+  std::vector<char> b(count * dataTypeSize(type));
+  std::mt19937 rng(seed);
+  if (!isFloat(type)) {
+    for (char& c : b) c = static_cast<char>(rng());
+    return b;
+  }
+  std::uniform_real_distribution<double> val(-100, 100);
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t pick = rng() % 64;
+    double v = val(rng);
+    if (pick == 0) v = NAN;
+    if (pick == 1) v = INFINITY;
+    if (pick == 2) v = -INFINITY;
+    if (pick == 3) v = 0.0;
+    if (pick == 4) v = -0.0;
+    if (pick == 5) v = 1e-6 * val(rng);
+    setElem(b.data(), i, type, v);
+  }
+  return b;
+}
+
+/// Element i of rank r's input for collective tests: small integers, so every op is exact in
+/// every type whatever order the schedule reduces in (products stay within 2^8).
+inline double exactValue(int rank, size_t i, RedOp op) {
+  if (op == RedOp::kProd) return 1 + static_cast<double>((rank + i) % 2 == 0 && (i % 5) == 0);
+  return static_cast<double>(static_cast<int>((rank * 7 + i * 3) % 9) - 4) *
+         (op == RedOp::kSum || op == RedOp::kAvg ? 1 : 3);
+}
+
+/// Whether element bytes `p` of `type` hold a NaN.
+inline bool isNan(const void* p, DataType type) {
+  uint16_t h;
+  switch (type) {
+    case DataType::kFloat16:
+      std::memcpy(&h, p, 2);
+      return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0;
+    case DataType::kBFloat16:
+      std::memcpy(&h, p, 2);
+      return (h & 0x7f80u) == 0x7f80u && (h & 0x7fu) != 0;
+    case DataType::kFloat32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return std::isnan(f);
+    }
+    case DataType::kFloat64: {
+      double d;
+      std::memcpy(&d, p, 8);
+      return std::isnan(d);
+    }
+    default:
+      return false;
+  }
+}
+
+/// Bytewise equality with the first difference named. Any NaN equals any NaN: the sign and
+/// payload of a NaN that arithmetic makes (inf - inf, 0 * inf, NaN op NaN) are unspecified
+/// (compilers swap the operands of commutative ops; GPUs return a canonical NaN).
+inline ::testing::AssertionResult sameBytes(const void* got, const void* want, size_t count,
+                                            DataType type) {
+  const size_t e = dataTypeSize(type);
+  for (size_t i = 0; i < count; ++i) {
+    const char* g = static_cast<const char*>(got) + i * e;
+    const char* w = static_cast<const char*>(want) + i * e;
+    if (std::memcmp(g, w, e) != 0 && !(isNan(g, type) && isNan(w, type))) {
+      return ::testing::AssertionFailure()
+             << dataTypeName(type) << " element " << i << " of " << count << " differs";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace braid::cudatest
