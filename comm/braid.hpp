@@ -60,10 +60,14 @@ struct UniqueId {
 /// Knobs; every field has an environment override (named beside it) and a sane default.
 struct Options {
   double timeoutSeconds = 0;               ///< BRAID_TIMEOUT; 0 = from environment (default 60)
-  std::string transport;                   ///< BRAID_TRANSPORT: "" = best per peer, "shm", "tcp"
+  std::string transport;                   ///< BRAID_TRANSPORT: "" = best per peer, "shm", "ucx", "tcp"
   Algorithm algorithm = Algorithm::kAuto;  ///< BRAID_ALGO
   size_t chunkBytes = 0;                   ///< BRAID_CHUNK: slot size, 0 = default (128K)
   int channels = 0;                        ///< BRAID_CHANNELS: lanes in parallel, 0 = default
+  /// This rank's host identity for grouping ranks into nodes (shm within a node, tcp between
+  /// them; the hierarchical all-reduce's node layout). Overrides BRAID_HOSTNAME and the host
+  /// fingerprint; "" = from those. Lets ranks in one process pose as several hosts.
+  std::string hostName;
 };
 
 class Request;
@@ -150,6 +154,81 @@ class Request {
   std::shared_ptr<Op> op_;
   friend class Communicator;
   friend struct CommState;
+};
+
+}  // namespace braid
+
+// ---- Device collectives (CUDA) ----------------------------------------------------------------
+// Declared in every build; defined by the braid_device library, which exists where CUDA does
+// (without it, DeviceCommunicator::create throws kInvalidUsage). No CUDA header is needed here.
+
+namespace braid {
+
+/// A CUDA stream passed opaquely: a cudaStream_t cast to void* (nullptr = the legacy default
+/// stream).
+struct CudaStream {
+  void* handle = nullptr;
+};
+
+struct DeviceCommState;
+
+/// Collectives on CUDA device buffers, stream-ordered like NCCL: each call checks its arguments,
+/// enqueues the collective behind the work already on `stream`, makes `stream` wait for its
+/// completion, and returns at once. The collective itself runs on an internal stream driven by a
+/// progress thread over CUDA IPC channels, with the same schedules, message headers, mismatch
+/// checks and timeouts as the host path (comm/device/README.md).
+///
+/// Ordering: every rank must issue the same collectives in the same order (as Communicator).
+/// Calls from several threads are serialised in the order they take the communicator's lock.
+/// Buffers must stay valid until the stream has passed the collective.
+///
+/// Errors: argument errors throw kInvalidUsage at the call, touching nothing. A failure while the
+/// collective runs (timeout, dead peer, mismatch, CUDA error) cannot be thrown to the caller, who
+/// has moved on: the stream is released (its output is then undefined), the error is kept, and
+/// asyncError()/checkAsyncError() report it; every later call throws it.
+class DeviceCommunicator {
+ public:
+  /// Collective over all ranks of `host`, which must all run on one host (CUDA IPC); each rank
+  /// passes the CUDA device ordinal it uses. `host` is used only during this call (to exchange
+  /// memory handles). options.chunkBytes sets the slot size (default 1 MiB), options.channels
+  /// the lanes, options.algorithm forces a schedule. Throws kCudaError, kTimeout, kInvalidUsage.
+  static DeviceCommunicator create(Communicator& host, int device, const Options& options = {});
+
+  DeviceCommunicator(DeviceCommunicator&&) noexcept;
+  DeviceCommunicator& operator=(DeviceCommunicator&&) noexcept;
+  /// Waits (bounded by the timeout) for enqueued collectives, then frees everything.
+  ~DeviceCommunicator();
+
+  int rank() const;
+  int size() const;
+  int device() const;
+
+  // In-place rules as Communicator. All buffers: device memory on device() (or managed).
+  void allReduce(const void* send, void* recv, size_t count, DataType type, RedOp op,
+                 CudaStream stream);
+  void reduceScatter(const void* send, void* recv, size_t recvCount, DataType type, RedOp op,
+                     CudaStream stream);
+  void allGather(const void* send, void* recv, size_t sendCount, DataType type, CudaStream stream);
+  void broadcast(const void* send, void* recv, size_t count, DataType type, int root,
+                 CudaStream stream);
+  void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
+              CudaStream stream);
+  void send(const void* buf, size_t count, DataType type, int peer, CudaStream stream);
+  void recv(void* buf, size_t count, DataType type, int peer, CudaStream stream);
+
+  /// The first error of an enqueued collective (kOk when none); never blocks.
+  ErrorCode asyncError() const;
+  /// Throws that error, if any.
+  void checkAsyncError() const;
+  /// Blocks until every collective enqueued so far has finished on the progress side (not the
+  /// caller's streams), bounded by the timeout; then checkAsyncError().
+  void synchronize();
+  /// Ends collectives in flight with kAborted (their streams are released); any thread.
+  void abort();
+
+ private:
+  explicit DeviceCommunicator(std::shared_ptr<DeviceCommState> state);
+  std::shared_ptr<DeviceCommState> state_;
 };
 
 }  // namespace braid

@@ -97,6 +97,7 @@ comm::TunerConfig CommState::tunerConfig() const {
   config.slots = options.slots;
   config.channels = options.channels;
   config.forced = options.algorithm;
+  config.model = tunerModel;
   return config;
 }
 
@@ -218,6 +219,7 @@ void CommState::execute(const OpDesc& d) {
     spec.nranks = size;
     spec.count = d.count;
     spec.elemsPerPiece = args.elemsPerPiece;
+    spec.nodeOf = nodeOf;
     if (d.coll == Collective::kBarrier) {
       spec.shape = Shape::kAllReduce;
       spec.family = Family::kDirect;
@@ -237,6 +239,12 @@ void CommState::execute(const OpDesc& d) {
       spec.lanes = choice.lanes;
       spec.root = std::max(d.root, 0);
       spec.inPlace = isInPlace(d, rank, elem);
+      BRAID_ENFORCE(comm::channelsUsed(spec.family, spec.lanes) <= endpoint->channels(),
+                    ErrorCode::kInvalidUsage,
+                    "rank {}: {} of {} bytes: algorithm '{}' needs {} channels per peer, the "
+                    "communicator has {} (it opens two for BRAID_ALGO=auto or tree)",
+                    rank, collectiveName(d.coll), inCount * elem, comm::familyName(spec.family),
+                    comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
     args.header.family = spec.family;
     args.header.root =

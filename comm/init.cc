@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -34,17 +35,22 @@ ResolvedOptions resolveOptions(const Options& o) {
     transport::Kind kind;
     BRAID_ENFORCE(transport::parseKind(r.transport, &kind) && kind != transport::Kind::kSelf,
                   ErrorCode::kInvalidUsage,
-                  "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm or tcp",
+                  "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
                   r.transport);
+    std::string why;
+    BRAID_ENFORCE(transport::kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
+                  "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}",
+                  r.transport, why);
   } else {
     r.transport.clear();
   }
   r.algorithm = o.algorithm;
   if (r.algorithm == Algorithm::kAuto) {
     if (auto name = envString("BRAID_ALGO")) {
-      BRAID_ENFORCE(parseAlgorithm(*name, &r.algorithm), ErrorCode::kInvalidUsage,
-                    "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot, chain, tree or hier",
-                    *name);
+      BRAID_ENFORCE(
+          parseAlgorithm(*name, &r.algorithm), ErrorCode::kInvalidUsage,
+          "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot, chain, tree or hier",
+          *name);
     }
   }
   size_t chunk = o.chunkBytes ? o.chunkBytes : envBytes("BRAID_CHUNK").value_or(128 << 10);
@@ -59,6 +65,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   r.channels = o.channels > 0 ? o.channels : static_cast<int>(envInt("BRAID_CHANNELS", 1));
   BRAID_ENFORCE(r.channels >= 1 && r.channels <= 16, ErrorCode::kInvalidUsage,
                 "channel count {} (BRAID_CHANNELS) must be between 1 and 16", r.channels);
+  r.hostName = o.hostName;
   return r;
 }
 
@@ -83,13 +90,19 @@ void connectState(CommState& state, const std::string& prefix, const std::string
            timeout, e.what());
     }
   }
-  const std::string host = topology::hostFingerprint();
+  const std::string host =
+      state.options.hostName.empty() ? topology::hostFingerprint() : state.options.hostName;
   store.set(fmt::format("{}/{}/host/{}", prefix, jobId, rank), host);
   store.set(fmt::format("{}/{}/cpus/{}", prefix, jobId, rank), topology::cpuSetText());
   transport::EndpointConfig config;
   config.rank = rank;
   config.size = size;
+  // The double binary tree runs one tree per channel: open two whenever it may run.
   config.channels = state.options.channels;
+  if (state.options.algorithm == Algorithm::kAuto || state.options.algorithm == Algorithm::kTree) {
+    config.channels =
+        std::max(config.channels, comm::channelsUsed(comm::Family::kTree, state.options.channels));
+  }
   config.slots = state.options.slots;
   config.slotBytes = state.options.slotBytes;
   config.jobId = jobId;
@@ -98,8 +111,10 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   config.timeoutSeconds = timeout;
   config.peerKinds.resize(size);
   const Deadline hostDeadline = Deadline::after(timeout);
+  std::vector<std::string> hosts(size);  // host key per rank
   for (int q = 0; q < size; ++q) {
     if (q == rank) {
+      hosts[q] = host;
       config.peerKinds[q] = transport::Kind::kSelf;
       continue;
     }
@@ -110,18 +125,46 @@ void connectState(CommState& state, const std::string& prefix, const std::string
       fail(e.code(), "rank {}: peer rank {} did not join the communicator within {} s ({})", rank,
            q, timeout, e.what());
     }
+    hosts[q] = peerHost;
     const bool sameHost = peerHost == host;
     if (state.options.transport == "tcp") {
       config.peerKinds[q] = transport::Kind::kTcp;
+    } else if (state.options.transport == "ucx") {
+      config.peerKinds[q] = transport::Kind::kUcx;  // also on one host: tests and measurements
     } else if (state.options.transport == "shm") {
       BRAID_ENFORCE(sameHost, ErrorCode::kInvalidUsage,
                     "rank {}: BRAID_TRANSPORT=shm, but peer rank {} is on another host ({} vs {})",
                     rank, q, peerHost, host);
       config.peerKinds[q] = transport::Kind::kShm;
     } else {
-      config.peerKinds[q] = sameHost ? transport::Kind::kShm : transport::Kind::kTcp;
+      // Best first: shm on one host; between hosts ucx when this build has it, else tcp.
+      static const bool haveUcx = transport::kindAvailable(transport::Kind::kUcx);
+      config.peerKinds[q] = sameHost  ? transport::Kind::kShm
+                            : haveUcx ? transport::Kind::kUcx
+                                      : transport::Kind::kTcp;
     }
   }
+  // Node of each rank: the index of the first rank with its host key, renumbered densely.
+  state.nodeOf.assign(size, 0);
+  std::map<std::string, int> nodeByHost;
+  for (int q = 0; q < size; ++q) {
+    auto [it, fresh] = nodeByHost.emplace(hosts[q], static_cast<int>(nodeByHost.size()));
+    state.nodeOf[q] = it->second;
+  }
+  // Every rank's hardware descriptor, so all hold the same cluster graph for the tuner (or the
+  // graph of BRAID_TOPO_FILE, e.g. a cluster described by hand).
+  store.set(fmt::format("{}/{}/topo/{}", prefix, jobId, rank),
+            topology::serializeDescriptor(topology::localDescriptor()));
+  std::vector<topology::RankDescriptor> descriptors(size);
+  for (int q = 0; q < size; ++q) {
+    descriptors[q] = topology::parseDescriptor(
+        store.get(fmt::format("{}/{}/topo/{}", prefix, jobId, q), hostDeadline));
+    descriptors[q].host = hosts[q];  // Options::hostName may pose as another host
+  }
+  topology::ClusterGraph graph = topology::buildGraph(descriptors);
+  if (auto loaded = topology::graphFromEnvironment(size)) graph = std::move(*loaded);
+  topology::dumpGraphIfAsked(graph, rank);
+  state.tunerModel = comm::makeTunerModel(std::move(graph));
   // Do the ranks of this host outnumber the cores they may run on together (mpirun binding one
   // rank per core is not oversubscribed; 4 unbound ranks on 2 cores are)?
   std::vector<std::string> localCpus;
@@ -136,9 +179,10 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   state.executor =
       std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted, oversubscribed);
   BRAID_INFO(
-      "rank {}/{}: connected (job {}, host {}, chunk {} B x {} slots, {} channel(s), {} local "
-      "ranks{})",
-      rank, size, jobId, host, config.slotBytes, config.slots, config.channels, localCpus.size(),
+      "rank {}/{}: connected (job {}, host {}, node {} of {}, chunk {} B x {} slots, {} "
+      "channel(s), {} local ranks{})",
+      rank, size, jobId, host, state.nodeOf[rank], nodeByHost.size(), config.slotBytes,
+      config.slots, config.channels, localCpus.size(),
       oversubscribed ? ", more than cores: waits yield" : "");
 }
 
@@ -185,6 +229,8 @@ Communicator CommFactory::fromStore(std::shared_ptr<bootstrap::Store> store, int
   connectState(*state, prefix, advertiseAddress, bootstrap::jobSecret());
   return Communicator(state);
 }
+
+std::vector<int> CommFactory::nodeOf(const Communicator& comm) { return comm.state_->nodeOf; }
 
 Communicator Communicator::fromEnvironment(const Options& options) {
   if (!envString("RANK") && envString("OMPI_COMM_WORLD_RANK")) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "comm/bootstrap/store.h"
 #include "comm/braid.hpp"
@@ -15,6 +16,8 @@ struct CommFactory {
   static Communicator fromStore(std::shared_ptr<bootstrap::Store> store, int rank, int size,
                                 const Options& options, const std::string& prefix = "braid",
                                 const std::string& advertiseAddress = "127.0.0.1");
+  /// Node index per rank as the communicator recorded it at creation (for tests and tools).
+  static std::vector<int> nodeOf(const Communicator& comm);
 };
 
 }  // namespace braid

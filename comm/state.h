@@ -57,6 +57,7 @@ struct ResolvedOptions {
   int slots = 8;
   int channels = 1;
   size_t streamBytes = 8 << 20;  ///< outputs this large are written with streaming stores
+  std::string hostName;          ///< Options::hostName ("" = BRAID_HOSTNAME / fingerprint)
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
@@ -73,6 +74,10 @@ struct CommState {
   std::shared_ptr<bootstrap::Store> store;
   std::unique_ptr<transport::Endpoint> endpoint;
   std::unique_ptr<comm::HostExecutor> executor;
+  /// Node index per rank: ranks with the same host key share a node, numbered densely in order of
+  /// their lowest rank. Passed to every schedule (the hierarchical one groups by it).
+  std::vector<int> nodeOf;
+  std::shared_ptr<const comm::TunerModel> tunerModel;  ///< cluster graph + cost model (init.cc)
   std::atomic<bool> aborted{false};
 
   // Issue order and numbering (under queueMutex, so numbering order is execution order).

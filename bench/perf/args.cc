@@ -124,8 +124,9 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
                   "{}: unknown algorithm '{}' (auto ring oneshot chain)", flagLabel(flag), value);
     args.algorithm = *algo;
   } else if (name == "transport") {
-    BRAID_ENFORCE(value == "shm" || value == "tcp" || value == "auto", ErrorCode::kInvalidUsage,
-                  "{}: unknown transport '{}' (shm tcp auto)", flagLabel(flag), value);
+    BRAID_ENFORCE(value == "shm" || value == "tcp" || value == "ucx" || value == "auto",
+                  ErrorCode::kInvalidUsage, "{}: unknown transport '{}' (shm tcp ucx auto)",
+                  flagLabel(flag), value);
     args.transport = value == "auto" ? "" : value;
   } else if (name == "baseline") {
     BRAID_ENFORCE(value == "mpi" || value == "none", ErrorCode::kInvalidUsage,
@@ -224,7 +225,7 @@ std::string usage(const std::string& program) {
       "  [-J,--output_file <file>] write the results as JSON\n"
       "  [-G,--cudagraph <0>] [-C,--report_cputime <0/1>]\n"
       "  [--algo <auto/ring/oneshot/chain>] (default auto)\n"
-      "  [--transport <shm/tcp/auto>] (default auto)\n"
+      "  [--transport <shm/tcp/ucx/auto>] (default auto)\n"
       "  [--baseline <mpi/none>] time the matching MPI collective too (under mpirun)\n"
       "  [--seed <n>] seed of the validation data\n"
       "  [-h,--help]\n"
