@@ -10,12 +10,12 @@ import inspect
 import os
 
 # A PyTorch process computes on the cores its collectives wait on (DDP all-reduces buckets on a
-# helper thread while backward runs on the main one): a wait that spins before sleeping takes
-# that CPU from the compute the peer is waiting for, and DDP ran slower with braid's 2 ms spin in
-# every probe on a busy 2-core machine (bench/torch/README.md). So braid's waits here sleep on
-# the doorbell right after a short pause loop, unless BRAID_SPIN_US says otherwise. (Read once,
-# when _C loads.)
-os.environ.setdefault("BRAID_SPIN_US", "0")
+# helper thread while backward runs on the main one): braid's default 2 ms spin takes that CPU
+# from the compute the peer is waiting for (DDP ran at 1.08x Gloo with it, unpinned), while no
+# spin at all makes every piece of a large all-reduce pay a futex wake-up (64 MiB at 2.5x). A
+# 50 us spin keeps both: 6.6x on 64 MiB, 58x on 8 B, 2.0x on DDP (bench/torch/README.md).
+# BRAID_SPIN_US set by the user wins. (Read once, when _C loads.)
+os.environ.setdefault("BRAID_SPIN_US", "50")
 
 import torch  # noqa: E402  (loads libtorch before the extension needs it)
 import torch.distributed as dist  # noqa: E402
