@@ -56,6 +56,8 @@ struct ResolvedOptions {
   size_t slotBytes = 128 << 10;
   int slots = 8;
   int channels = 1;
+  bool chunkSet = false;         ///< slot size given by Options::chunkBytes or BRAID_CHUNK
+  bool channelsSet = false;      ///< lanes given by Options::channels or BRAID_CHANNELS
   size_t streamBytes = 8 << 20;  ///< outputs this large are written with streaming stores
   std::string hostName;          ///< Options::hostName ("" = BRAID_HOSTNAME / fingerprint)
 };

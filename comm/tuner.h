@@ -33,6 +33,13 @@ class TunerModel {
 /// A model for `graph`, shared.
 std::shared_ptr<const TunerModel> makeTunerModel(topology::ClusterGraph graph);
 
+/// Slot size and lanes a communicator spanning several hosts uses unless BRAID_CHUNK /
+/// BRAID_CHANNELS (or Options) say otherwise: each message between hosts costs a network round
+/// through a transport's progress thread, so fewer, larger messages on more lanes keep the link
+/// busy (bench/RESULTS.md, the namespace cluster).
+inline constexpr size_t kMultiNodeSlotBytes = 1 << 20;
+inline constexpr int kMultiNodeChannels = 4;
+
 struct TunerConfig {
   int nranks = 1;
   size_t slotBytes = 128 << 10;

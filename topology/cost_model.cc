@@ -300,15 +300,19 @@ Prediction CostModel::tree(const Links& links, double s, const Candidate& c) con
       intraDepth * (intra.latencyUs + intra.overheadUs + piece / bytesPerUs(intraBw));
   // Steady state, reduce and broadcast overlapped: an interior rank moves ~4 pieces each way
   // per piece of progress (2 children up, 1 parent, and the broadcast back); a node's NIC carries
-  // 2 (two nodes) to 4 connections' worth.
+  // 4 connections' worth: each tree's reduce and the other tree's broadcast cross it in the same
+  // direction (calibrated on 2 namespace hosts x 2 ranks at 1 Gbit/s: 64 MiB in 1203 ms, twice
+  // hier's 572 ms; bench/RESULTS.md).
   const double intraSteady =
       intraDepth > 0 ? 2 * intra.overheadUs + 4 * piece / bytesPerUs(intraBw) : 0;
-  const double flows = bigN == 2 ? 2 : 4;
+  const double flows = 4;
   const double netBw = std::min(minNicGbps_ / c.lanes, flows * net.gbps);
   const double netSteady =
       netDepth > 0 ? 2 * net.overheadUs + flows * piece / bytesPerUs(netBw) : 0;
   const double steady = std::max(intraSteady, netSteady);
-  return {2 * fill + (pieces - 1) * steady,
+  // However few the pieces, all of them cross the NICs: flows / 2 buffers per direction.
+  const double nicFloor = netDepth > 0 ? flows / 2 * s / bytesPerUs(minNicGbps_) : 0;
+  return {std::max(2 * fill + (pieces - 1) * steady, nicFloor),
           fmt::format("depth {} ({} over the network), {:.0f} piece(s) of {} per tree, steady "
                       "bound by {}",
                       netDepth + intraDepth, netDepth, pieces, sizeText(piece),

@@ -31,9 +31,9 @@ struct Flags {
   std::string type = "float", op = "sum";
   int root = 0;
   std::string algo = "auto";
-  std::string chunk = "128K";
+  std::string chunk;  // "" = the communicator's default for this topology
   int slots = 8;
-  int channels = 1;
+  int channels = 0;  // 0 = the communicator's default for this topology
   bool pickChunk = false;
   bool showAlgo = false;
 };
@@ -131,9 +131,12 @@ int run(const Flags& f) {
 
   braid::comm::TunerConfig config;
   config.nranks = n;
-  config.slotBytes = bytesFlag("--chunk", f.chunk);
+  // A communicator over several hosts defaults to larger slots and more lanes (comm/init.cc).
+  const bool multiNode = graph.nodes.size() > 1;
+  config.slotBytes = f.chunk.empty() ? (multiNode ? braid::comm::kMultiNodeSlotBytes : 128 << 10)
+                                     : bytesFlag("--chunk", f.chunk);
   config.slots = f.slots;
-  config.channels = f.channels;
+  config.channels = f.channels > 0 ? f.channels : (multiNode ? braid::comm::kMultiNodeChannels : 1);
   config.pickChunk = f.pickChunk;
   config.forced = forced;
   config.model = braid::comm::makeTunerModel(graph);
@@ -213,9 +216,11 @@ int main(int argc, char** argv) {
   app.add_option("-o,--op", f.op, "reduction op (default sum)");
   app.add_option("-r,--root", f.root, "root of broadcast/reduce (default 0)");
   app.add_option("--algo", f.algo, "auto, ring, oneshot, chain, tree or hier (default auto)");
-  app.add_option("--chunk", f.chunk, "slot size, as BRAID_CHUNK (default 128K)");
+  app.add_option("--chunk", f.chunk,
+                 "slot size, as BRAID_CHUNK (default 128K on one node, 1M on several)");
   app.add_option("--slots", f.slots, "slots per channel, as BRAID_SLOTS (default 8)");
-  app.add_option("--channels", f.channels, "channels, as BRAID_CHANNELS (default 1)");
+  app.add_option("--channels", f.channels,
+                 "channels, as BRAID_CHANNELS (default 1 on one node, 4 on several)");
   app.add_flag("--pick-chunk", f.pickChunk,
                "also price pieces smaller than the slot for chain, tree and hier");
   app.add_flag("--show-algo", f.showAlgo, "append the chosen algorithm, lanes and chunk per row");

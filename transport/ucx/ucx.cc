@@ -115,6 +115,12 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
       fail(ErrorCode::kSystemError, "rank {}: ucx: reading the UCX configuration failed: {}", rank,
            ucs_status_string(status));
     }
+    // Every message is one slot copied into a receive posted in advance, so the rendezvous
+    // protocol's extra round trip buys nothing: eager for every size unless the user says
+    // otherwise (over tcp, 2 hosts x 2 ranks at 1 Gbit/s: 99% of the link instead of 83%).
+    if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
+      ucp_config_modify(ucxConfig, "RNDV_THRESH", "inf");
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
