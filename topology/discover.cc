@@ -228,7 +228,12 @@ bool probeHwloc(Hardware& hw) {
     }
     hw.devices.push_back(d);
   }
-  hwloc_topology_destroy(topo);
+  // Kept for the life of the process on purpose (this runs once per process): destroying the
+  // last topology unloads hwloc's PCI plugin, whose libpciaccess state then leaks from an
+  // unloaded module, which LeakSanitizer reports without a usable stack.
+  static hwloc_topology_t keptAlive = nullptr;
+  if (keptAlive != nullptr) hwloc_topology_destroy(keptAlive);
+  keptAlive = topo;
   return true;
 }
 #endif
