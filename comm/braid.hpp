@@ -59,8 +59,8 @@ struct UniqueId {
 
 /// Knobs; every field has an environment override (named beside it) and a sane default.
 struct Options {
-  double timeoutSeconds = 0;               ///< BRAID_TIMEOUT; 0 = from environment (default 60)
-  std::string transport;                   ///< BRAID_TRANSPORT: "" = best per peer, "shm", "ucx", "tcp"
+  double timeoutSeconds = 0;  ///< BRAID_TIMEOUT; 0 = from environment (default 60)
+  std::string transport;      ///< BRAID_TRANSPORT: "" = best per peer, "shm", "ucx", "tcp"
   Algorithm algorithm = Algorithm::kAuto;  ///< BRAID_ALGO
   size_t chunkBytes = 0;                   ///< BRAID_CHUNK: slot size, 0 = default (128K)
   int channels = 0;                        ///< BRAID_CHANNELS: lanes in parallel, 0 = default

@@ -23,13 +23,11 @@ const char* algorithmName(Algorithm algo) {
 }
 
 bool parseAlgorithm(const std::string& name, Algorithm* out) {
-  static const std::pair<const char*, Algorithm> kNames[] = {{"auto", Algorithm::kAuto},
-                                                             {"ring", Algorithm::kRing},
-                                                             {"oneshot", Algorithm::kOneShot},
-                                                             {"direct", Algorithm::kOneShot},
-                                                             {"chain", Algorithm::kChain},
-                                                             {"tree", Algorithm::kTree},
-                                                             {"hier", Algorithm::kHier}};
+  static const std::pair<const char*, Algorithm> kNames[] = {
+      {"auto", Algorithm::kAuto},       {"ring", Algorithm::kRing},
+      {"oneshot", Algorithm::kOneShot}, {"direct", Algorithm::kOneShot},
+      {"chain", Algorithm::kChain},     {"tree", Algorithm::kTree},
+      {"hier", Algorithm::kHier}};
   for (auto& [text, algo] : kNames) {
     if (strcasecmp(name.c_str(), text) == 0) {
       *out = algo;
