@@ -5,59 +5,19 @@
 #include <cstring>
 
 #include "comm/bootstrap/server.h"
+#include "comm/op_rules.h"
 #include "comm/state.h"
 #include "common/log.h"
 
 namespace braid {
 namespace {
 
+using comm::bufferCounts;
 using comm::Family;
+using comm::overlaps;
+using comm::reduces;
 using comm::Shape;
-
-Shape shapeOf(Collective coll) {
-  switch (coll) {
-    case Collective::kReduceScatter:
-      return Shape::kReduceScatter;
-    case Collective::kAllGather:
-      return Shape::kAllGather;
-    case Collective::kBroadcast:
-      return Shape::kBroadcast;
-    case Collective::kReduce:
-      return Shape::kReduce;
-    default:
-      return Shape::kAllReduce;
-  }
-}
-
-bool reduces(Collective coll) {
-  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
-         coll == Collective::kReduce;
-}
-
-bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
-}
-
-// Elements of the input and output buffers this rank passes.
-void bufferCounts(const OpDesc& d, int size, size_t* in, size_t* out) {
-  *in = *out = d.count;
-  if (d.coll == Collective::kReduceScatter) *in = d.count * size;
-  if (d.coll == Collective::kAllGather) *out = d.count * size;
-}
-
-bool isInPlace(const OpDesc& d, int rank, size_t elem) {
-  const char* in = static_cast<const char*>(d.input);
-  const char* out = static_cast<const char*>(d.output);
-  switch (d.coll) {
-    case Collective::kReduceScatter:
-      return in + rank * d.count * elem == out;
-    case Collective::kAllGather:
-      return out + rank * d.count * elem == in;
-    default:
-      return in == out;
-  }
-}
+using comm::shapeOf;
 
 }  // namespace
 
@@ -111,7 +71,7 @@ OpDesc CommState::issue(OpDesc d) {
   }
   const size_t elem = dataTypeSize(d.dtype);
   size_t inCount, outCount, inBytes, outBytes;
-  bufferCounts(d, size, &inCount, &outCount);
+  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
   BRAID_ENFORCE(!__builtin_mul_overflow(d.count, size_t(size), &inBytes) &&
                     !__builtin_mul_overflow(inCount, elem, &inBytes) &&
                     !__builtin_mul_overflow(outCount, elem, &outBytes) &&
@@ -141,7 +101,8 @@ OpDesc CommState::issue(OpDesc d) {
     BRAID_ENFORCE(!writesOut || d.output != nullptr, ErrorCode::kInvalidUsage,
                   "rank {}: {} of {} x {}: the receive buffer is null", rank, name, d.count,
                   dataTypeName(d.dtype));
-    if (readsIn && writesOut && !p2p && !isInPlace(d, rank, elem)) {
+    if (readsIn && writesOut && !p2p &&
+        !comm::isInPlace(d.coll, d.input, d.output, d.count, rank, elem)) {
       BRAID_ENFORCE(!overlaps(d.input, inBytes, d.output, outBytes), ErrorCode::kInvalidUsage,
                     "rank {}: {} of {} bytes: send and receive buffers overlap without being "
                     "in-place",
@@ -197,7 +158,7 @@ void CommState::execute(const OpDesc& d) {
   args.header.count = d.count;
   args.header.pieceBytes = static_cast<uint32_t>(options.slotBytes);
   size_t inCount, outCount;
-  bufferCounts(d, size, &inCount, &outCount);
+  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
   args.streamOutput = outCount * elem >= options.streamBytes;
 
   std::shared_ptr<const comm::RankProgram> prog;
@@ -238,7 +199,7 @@ void CommState::execute(const OpDesc& d) {
       spec.family = choice.family;
       spec.lanes = choice.lanes;
       spec.root = std::max(d.root, 0);
-      spec.inPlace = isInPlace(d, rank, elem);
+      spec.inPlace = comm::isInPlace(d.coll, d.input, d.output, d.count, rank, elem);
       BRAID_ENFORCE(comm::channelsUsed(spec.family, spec.lanes) <= endpoint->channels(),
                     ErrorCode::kInvalidUsage,
                     "rank {}: {} of {} bytes: algorithm '{}' needs {} channels per peer, the "
@@ -261,7 +222,7 @@ void CommState::execute(const OpDesc& d) {
         if (!broken) broken = e;
       }
       // Tell the peers at once rather than letting them time out; "<code>|<message>".
-      endpoint->signalAbort(fmt::format("{}|{}", int(e.code()), e.what()));
+      endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
     }
     throw;
   }
@@ -403,7 +364,7 @@ void CommState::workerLoop() {
 
 void CommState::abort(const std::string& why) {
   if (aborted.exchange(true)) return;
-  if (endpoint) endpoint->signalAbort(fmt::format("{}|{}", int(ErrorCode::kAborted), why));
+  if (endpoint) endpoint->signalAbort(comm::encodeAbortReason(ErrorCode::kAborted, why));
   std::lock_guard<std::mutex> lock(queueMutex);
   for (auto& op : queue) {
     completeOp(*op, ErrorCode::kAborted,

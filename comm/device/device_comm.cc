@@ -186,12 +186,12 @@ void DeviceCommState::workerLoop() {
         runOne(q);
       } catch (const Error& e) {
         setBroken(e);
-        endpoint->signalAbort(fmt::format("{}|{}", int(e.code()), e.what()));
+        endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
       } catch (const std::exception& e) {
         Error err(ErrorCode::kInternal,
                   fmt::format("rank {}: {}: {}", rank, collectiveName(q.op.coll), e.what()));
         setBroken(err);
-        endpoint->signalAbort(fmt::format("{}|{}", int(err.code()), err.what()));
+        endpoint->signalAbort(comm::encodeAbortReason(err.code(), err.what()));
       }
       cudaStreamSynchronize(stream);  // nothing of this op may run after the release below
     }
@@ -385,7 +385,8 @@ void DeviceCommunicator::abort() {
   s.setBroken(Error(ErrorCode::kAborted,
                     fmt::format("rank {}: the device communicator was aborted", s.rank)));
   if (s.endpoint)
-    s.endpoint->signalAbort(fmt::format("{}|rank {} aborted", int(ErrorCode::kAborted), s.rank));
+    s.endpoint->signalAbort(
+        comm::encodeAbortReason(ErrorCode::kAborted, fmt::format("rank {} aborted", s.rank)));
 }
 
 }  // namespace braid

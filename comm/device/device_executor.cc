@@ -252,14 +252,8 @@ void DeviceExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const Ex
     failWaiting(ErrorCode::kAborted, cursors, args, "communicator aborted by this process");
   }
   if (auto remote = ep_.peerAbort()) {
-    ErrorCode code = ErrorCode::kRemoteError;
-    std::string reason = remote->second;
-    auto bar = reason.find('|');
-    if (bar != std::string::npos && bar < 3) {
-      int value = std::atoi(reason.substr(0, bar).c_str());
-      if (value == int(ErrorCode::kMismatch)) code = ErrorCode::kMismatch;
-      reason = reason.substr(bar + 1);
-    }
+    std::string reason;
+    const ErrorCode code = decodeAbortReason(remote->second, &reason);
     failWaiting(code, cursors, args,
                 fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
   }

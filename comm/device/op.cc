@@ -2,56 +2,13 @@
 
 #include <algorithm>
 
+#include "comm/op_rules.h"
 #include "common/error.h"
 
 namespace braid::comm::device {
-namespace {
-
-bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return pa < pb + bBytes && pb < pa + aBytes;
-}
-
-Shape shapeOf(Collective coll) {
-  switch (coll) {
-    case Collective::kReduceScatter:
-      return Shape::kReduceScatter;
-    case Collective::kAllGather:
-      return Shape::kAllGather;
-    case Collective::kBroadcast:
-      return Shape::kBroadcast;
-    case Collective::kReduce:
-      return Shape::kReduce;
-    default:
-      return Shape::kAllReduce;
-  }
-}
-
-}  // namespace
-
-bool reduces(Collective coll) {
-  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
-         coll == Collective::kReduce;
-}
-
-void bufferCounts(const DeviceOp& d, int size, size_t* in, size_t* out) {
-  *in = *out = d.count;
-  if (d.coll == Collective::kReduceScatter) *in = d.count * size;
-  if (d.coll == Collective::kAllGather) *out = d.count * size;
-}
 
 bool isInPlace(const DeviceOp& d, int rank) {
-  const size_t elem = dataTypeSize(d.dtype);
-  const char* in = static_cast<const char*>(d.input);
-  const char* out = static_cast<const char*>(d.output);
-  switch (d.coll) {
-    case Collective::kReduceScatter:
-      return in + rank * d.count * elem == out;
-    case Collective::kAllGather:
-      return out + rank * d.count * elem == in;
-    default:
-      return in == out;
-  }
+  return comm::isInPlace(d.coll, d.input, d.output, d.count, rank, dataTypeSize(d.dtype));
 }
 
 bool readsInput(const DeviceOp& d, int rank) {
@@ -75,7 +32,7 @@ void validateOp(const DeviceOp& d, int rank, int size, int device,
   }
   const size_t elem = dataTypeSize(d.dtype);
   size_t inCount, outCount, inBytes = 0, outBytes = 0, scratch;
-  bufferCounts(d, size, &inCount, &outCount);
+  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
   BRAID_ENFORCE(!__builtin_mul_overflow(d.count, size_t(size), &scratch) &&
                     !__builtin_mul_overflow(inCount, elem, &inBytes) &&
                     !__builtin_mul_overflow(outCount, elem, &outBytes) &&
@@ -138,7 +95,7 @@ Plan planOp(const DeviceOp& d, int rank, int size, const TunerConfig& tuner, siz
     return plan;
   }
   size_t inCount, outCount;
-  bufferCounts(d, size, &inCount, &outCount);
+  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
   ScheduleSpec& spec = plan.spec;
   spec.nranks = size;
   spec.count = d.count;

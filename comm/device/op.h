@@ -25,9 +25,7 @@ struct DeviceOp {
   uint64_t seq = 0;
 };
 
-bool reduces(Collective coll);
-/// Elements of the input and output buffers of `op` on one rank of `size`.
-void bufferCounts(const DeviceOp& op, int size, size_t* in, size_t* out);
+/// comm/op_rules.h's isInPlace for `op`.
 bool isInPlace(const DeviceOp& op, int rank);
 /// Whether this rank reads its input / writes its output for `op`.
 bool readsInput(const DeviceOp& op, int rank);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace braid::comm {
 
 transport::MessageMeta encodeHeader(const OpHeader& h) {
@@ -25,6 +27,23 @@ OpHeader decodeHeader(const transport::MessageMeta& m) {
   h.count = m.words[2];
   h.pieceBytes = static_cast<uint32_t>(m.words[3]);
   return h;
+}
+
+std::string encodeAbortReason(ErrorCode code, const std::string& message) {
+  return fmt::format("{}|{}", int(code), message);
+}
+
+ErrorCode decodeAbortReason(const std::string& reason, std::string* message) {
+  ErrorCode code = ErrorCode::kRemoteError;
+  *message = reason;
+  const auto bar = reason.find('|');
+  if (bar != std::string::npos && bar < 3) {
+    if (std::atoi(reason.substr(0, bar).c_str()) == int(ErrorCode::kMismatch)) {
+      code = ErrorCode::kMismatch;
+    }
+    *message = reason.substr(bar + 1);
+  }
+  return code;
 }
 
 std::string describeHeader(const OpHeader& h) {

@@ -27,4 +27,11 @@ OpHeader decodeHeader(const transport::MessageMeta& meta);
 /// "allreduce #3 (1024 x float, sum, ring)" — no rank; callers add who said it.
 std::string describeHeader(const OpHeader& header);
 
+/// The reason a failing rank sends its peers (transport signalAbort): "<code>|<message>", so a
+/// mismatch found on one rank stays a mismatch on all.
+std::string encodeAbortReason(ErrorCode code, const std::string& message);
+/// Splits a peer's reason: the code it carries (kMismatch stays kMismatch, anything else becomes
+/// kRemoteError) and, in *message, the text after the bar (all of it when there is none).
+ErrorCode decodeAbortReason(const std::string& reason, std::string* message);
+
 }  // namespace braid::comm

@@ -224,15 +224,8 @@ void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const Exec
     failWaiting(ErrorCode::kAborted, cursors, args, "communicator aborted by this process");
   }
   if (auto remote = ep_.peerAbort()) {
-    // Peers send "<code>|<message>" so a mismatch found elsewhere stays a mismatch here.
-    ErrorCode code = ErrorCode::kRemoteError;
-    std::string reason = remote->second;
-    auto bar = reason.find('|');
-    if (bar != std::string::npos && bar < 3) {
-      int value = std::atoi(reason.substr(0, bar).c_str());
-      if (value == int(ErrorCode::kMismatch)) code = ErrorCode::kMismatch;
-      reason = reason.substr(bar + 1);
-    }
+    std::string reason;
+    const ErrorCode code = decodeAbortReason(remote->second, &reason);
     failWaiting(code, cursors, args,
                 fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
   }

@@ -1,0 +1,25 @@
+// Facts about a collective call that the host path (communicator.cc) and the device path
+// (comm/device) both need: its schedule shape, buffer sizes, in-place test, overlap test.
+#pragma once
+
+#include <cstddef>
+
+#include "comm/braid.hpp"
+#include "comm/schedule/schedule.h"
+
+namespace braid::comm {
+
+/// The schedule shape computing `coll` (send, recv and barrier run as all-reduce shapes).
+Shape shapeOf(Collective coll);
+/// Whether `coll` applies a reduction op.
+bool reduces(Collective coll);
+/// Whether the byte ranges [a, a + aBytes) and [b, b + bBytes) intersect.
+bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes);
+/// Elements of the input and output buffers one rank of `size` passes for `count`.
+void bufferCounts(Collective coll, size_t count, int size, size_t* in, size_t* out);
+/// Whether this rank's call is in place: the output is the input (reduce-scatter: the input's
+/// rank-th block is the output; all-gather: the output's rank-th block is the input).
+bool isInPlace(Collective coll, const void* input, const void* output, size_t count, int rank,
+               size_t elemBytes);
+
+}  // namespace braid::comm
