@@ -2,10 +2,13 @@
 #pragma once
 
 #include <dirent.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -15,10 +18,12 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/deadline.h"
 #include "transport/transport.h"
 
 namespace braid::transport::testing {
@@ -208,6 +213,115 @@ inline std::vector<std::string> shmEntries(const std::string& prefix) {
   }
   closedir(dir);
   return out;
+}
+
+// --- Traffic over every pair and channel, checked end to end -------------------------------
+
+inline uint64_t laneSeed(int src, int dst, int channel, int index) {
+  return mix((static_cast<uint64_t>(src) << 48) ^ (static_cast<uint64_t>(dst) << 32) ^
+             (static_cast<uint64_t>(channel) << 24) ^ static_cast<uint64_t>(index));
+}
+
+// Sizes cycle through empty, tiny, odd, slot-sized and random.
+inline size_t messageSize(uint64_t seed, int index, size_t slotBytes) {
+  switch (index % 5) {
+    case 0:
+      return 0;
+    case 1:
+      return std::min<size_t>(1, slotBytes);
+    case 2:
+      return std::min<size_t>(13, slotBytes);
+    case 3:
+      return slotBytes;
+    default:
+      return seed % (slotBytes + 1);
+  }
+}
+
+/// Every rank sends `messages` messages to every peer on every channel, as many in flight as the
+/// slots allow, and checks everything it gets: size, meta, every payload byte, order. Throws on the
+/// first mismatch or after `seconds`.
+inline void exchangeAll(Endpoint& ep, int messages, size_t slotBytes, double seconds) {
+  const int size = ep.size(), me = ep.rank(), channels = ep.channels();
+  struct Lane {
+    int peer, channel, sent = 0, received = 0;
+  };
+  std::vector<Lane> lanes;
+  for (int p = 0; p < size; ++p) {
+    for (int c = 0; c < channels && p != me; ++c) lanes.push_back({p, c});
+  }
+  auto pass = [&]() {
+    bool progress = false;
+    for (Lane& lane : lanes) {
+      SendChannel& out = ep.send(lane.peer, lane.channel);
+      if (out.slotBytes() != slotBytes) throw std::runtime_error("wrong slotBytes()");
+      if (out.peer() != lane.peer) throw std::runtime_error("wrong peer()");
+      while (lane.sent < messages) {
+        void* slot = out.tryAcquire();
+        if (slot == nullptr) break;
+        if (out.tryAcquire() != slot) throw std::runtime_error("tryAcquire() moved");
+        uint64_t seed = laneSeed(me, lane.peer, lane.channel, lane.sent);
+        size_t bytes = messageSize(seed, lane.sent, slotBytes);
+        fillPayload(slot, bytes, seed);
+        MessageMeta meta;
+        meta.words[0] = seed;
+        meta.words[1] = bytes;
+        meta.words[2] = static_cast<uint64_t>(lane.sent);
+        meta.words[3] = ~seed;
+        out.post(bytes, meta);
+        ++lane.sent;
+        progress = true;
+      }
+      RecvChannel& in = ep.recv(lane.peer, lane.channel);
+      while (lane.received < messages) {
+        size_t bytes = 0;
+        MessageMeta meta;
+        const void* data = in.tryPeek(&bytes, &meta);
+        if (data == nullptr) break;
+        if (in.tryPeek(nullptr, nullptr) != data) throw std::runtime_error("tryPeek() moved");
+        uint64_t seed = laneSeed(lane.peer, me, lane.channel, lane.received);
+        size_t expected = messageSize(seed, lane.received, slotBytes);
+        std::string where = fmt::format("rank {} from peer {} channel {} message {}", me, lane.peer,
+                                        lane.channel, lane.received);
+        if (bytes != expected || meta.words[0] != seed || meta.words[1] != expected ||
+            meta.words[2] != static_cast<uint64_t>(lane.received) || meta.words[3] != ~seed) {
+          throw std::runtime_error(fmt::format("{}: got {} bytes, meta {:x} {} {} (want {})", where,
+                                               bytes, meta.words[0], meta.words[1], meta.words[2],
+                                               expected));
+        }
+        long bad = checkPayload(data, bytes, seed);
+        if (bad >= 0) throw std::runtime_error(fmt::format("{}: wrong byte {}", where, bad));
+        in.release();
+        ++lane.received;
+        progress = true;
+      }
+    }
+    return progress;
+  };
+  auto done = [&]() {
+    for (const Lane& lane : lanes) {
+      if (lane.sent < messages || lane.received < messages) return false;
+    }
+    return true;
+  };
+  Deadline deadline = Deadline::after(seconds);
+  while (!done()) {
+    if (pass()) continue;
+    uint32_t ticket = ep.prepareSleep();
+    if (pass()) {
+      ep.sleep(ticket, Clock::now());
+      continue;
+    }
+    if (deadline.expired()) throw std::runtime_error(fmt::format("rank {}: timed out", me));
+    ep.sleep(ticket, Clock::now() + std::chrono::milliseconds(50));
+  }
+  for (int p = 0; p < size; ++p) {
+    if (p != me && !ep.peerAlive(p)) throw std::runtime_error("peer reported dead");
+  }
+}
+
+inline void expectOk(const std::vector<std::string>& errors) {
+  for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
 }  // namespace braid::transport::testing
