@@ -233,7 +233,7 @@ bool TcpTransport::readIn(PeerLink& link) {
 }
 
 bool TcpTransport::hasLocalWork() {
-  if (abortRequested_.load(std::memory_order_relaxed) && !abortQueued_) return true;
+  if (aborts_.ownRequested(std::memory_order_relaxed) && !abortQueued_) return true;
   const int channels = config_.channels;
   for (auto& link : links_) {
     if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
@@ -266,17 +266,13 @@ bool TcpTransport::hasPendingOutput() {
       if (sc.posted_.load(std::memory_order_acquire) > sc.written_) return true;
     }
   }
-  return abortRequested_.load() && !abortQueued_;
+  return aborts_.ownRequested(std::memory_order_seq_cst) && !abortQueued_;
 }
 
 bool TcpTransport::progressOnce() {
   bool did = false;
-  if (abortRequested_.load(std::memory_order_acquire) && !abortQueued_) {
-    std::string reason;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      reason = abortReason_.substr(0, kMaxAbortReason);
-    }
+  if (aborts_.ownRequested() && !abortQueued_) {
+    const std::string reason = aborts_.ownReason(kMaxAbortReason);
     FrameHeader frame;
     frame.type = kAbort;
     frame.length = reason.size();

@@ -146,11 +146,7 @@ void TcpTransport::flushSoon(PeerLink& link) {
 }
 
 void TcpTransport::signalAbort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (abortReason_.empty()) abortReason_ = reason.empty() ? "aborted" : reason;
-  }
-  abortRequested_.store(true, std::memory_order_seq_cst);
+  aborts_.requestOwn(reason);
   if (eventFd_ >= 0) {
     uint64_t one = 1;
     ssize_t ignored = write(eventFd_, &one, sizeof one);
@@ -158,14 +154,10 @@ void TcpTransport::signalAbort(const std::string& reason) {
   }
 }
 
-std::optional<std::pair<int, std::string>> TcpTransport::peerAbort() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return peerAbort_;
-}
+std::optional<std::pair<int, std::string>> TcpTransport::peerAbort() { return aborts_.peer(); }
 
 void TcpTransport::recordAbort(int peer, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!peerAbort_) peerAbort_ = std::make_pair(peer, reason);
+  aborts_.recordPeer(peer, reason);
 }
 
 void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protocolError) {

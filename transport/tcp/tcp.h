@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/abort_record.h"
 #include "transport/doorbell.h"
 #include "transport/transport.h"
 
@@ -73,11 +74,8 @@ class TcpTransport {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   alignas(64) std::atomic<uint32_t> progressSleeping_{0};
-  std::atomic<bool> abortRequested_{false};
   bool abortQueued_ = false;  // progress thread only
-  std::mutex mutex_;          // guards abortReason_ and peerAbort_
-  std::string abortReason_;
-  std::optional<std::pair<int, std::string>> peerAbort_;
+  AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
 };
 
 }  // namespace braid::transport::tcp

@@ -256,12 +256,8 @@ void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protoc
 
 bool UcxTransport::doLocalWork() {
   bool did = false;
-  if (abortRequested_.load(std::memory_order_acquire) && !abortQueued_) {
-    std::string reason;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      reason = abortReason_.substr(0, kMaxAbortReason);
-    }
+  if (aborts_.ownRequested() && !abortQueued_) {
+    const std::string reason = aborts_.ownReason(kMaxAbortReason);
     for (auto& peer : peers_) {
       if (peer && peer->alive.load()) sendControl(*peer, kAbort, 0, 0, reason);
     }
@@ -300,7 +296,7 @@ bool UcxTransport::flushChannel(PeerState& peer, int channel) {
 }
 
 bool UcxTransport::hasLocalWork() {
-  if (abortRequested_.load(std::memory_order_relaxed) && !abortQueued_) return true;
+  if (aborts_.ownRequested(std::memory_order_relaxed) && !abortQueued_) return true;
   for (auto& peer : peers_) {
     if (!peer || peer->ep == nullptr) continue;
     for (int c = 0; c < config_.channels; ++c) {

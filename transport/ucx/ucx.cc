@@ -365,11 +365,7 @@ void UcxTransport::beforeUserSleep() {
 }
 
 void UcxTransport::signalAbort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (abortReason_.empty()) abortReason_ = reason.empty() ? "aborted" : reason;
-  }
-  abortRequested_.store(true, std::memory_order_seq_cst);
+  aborts_.requestOwn(reason);
   if (eventFd_ >= 0) {
     uint64_t one = 1;
     ssize_t ignored = write(eventFd_, &one, sizeof one);
@@ -377,14 +373,10 @@ void UcxTransport::signalAbort(const std::string& reason) {
   }
 }
 
-std::optional<std::pair<int, std::string>> UcxTransport::peerAbort() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return peerAbort_;
-}
+std::optional<std::pair<int, std::string>> UcxTransport::peerAbort() { return aborts_.peer(); }
 
 void UcxTransport::recordAbort(int peer, const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!peerAbort_) peerAbort_ = std::make_pair(peer, reason);
+  aborts_.recordPeer(peer, reason);
 }
 
 void UcxTransport::onHello(int from, const char* data, size_t bytes) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/abort_record.h"
 #include "transport/doorbell.h"
 #include "transport/transport.h"
 
@@ -117,11 +118,8 @@ class UcxTransport {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   alignas(64) std::atomic<uint32_t> progressSleeping_{0};
-  std::atomic<bool> abortRequested_{false};
   bool abortQueued_ = false;  // worker owner only
-  std::mutex mutex_;          // guards abortReason_ and peerAbort_
-  std::string abortReason_;
-  std::optional<std::pair<int, std::string>> peerAbort_;
+  AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
 };
 
 }  // namespace braid::transport::ucx
