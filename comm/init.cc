@@ -55,7 +55,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   }
   const std::optional<size_t> chunkEnv = envBytes("BRAID_CHUNK");
   r.chunkSet = o.chunkBytes != 0 || chunkEnv.has_value();
-  size_t chunk = o.chunkBytes ? o.chunkBytes : chunkEnv.value_or(128 << 10);
+  size_t chunk = o.chunkBytes ? o.chunkBytes : chunkEnv.value_or(comm::defaultSlotBytes(1));
   BRAID_ENFORCE(chunk >= 64 && chunk <= (64u << 20) && chunk % 8 == 0, ErrorCode::kInvalidUsage,
                 "chunk size {} (BRAID_CHUNK) must be a multiple of 8 between 64 B and 64 MiB",
                 chunk);
@@ -66,7 +66,8 @@ ResolvedOptions resolveOptions(const Options& o) {
   r.streamBytes = envBytes("BRAID_STREAM_BYTES").value_or(r.streamBytes);
   const std::optional<int64_t> channelsEnv = envInt("BRAID_CHANNELS");
   r.channelsSet = o.channels > 0 || channelsEnv.has_value();
-  r.channels = o.channels > 0 ? o.channels : static_cast<int>(channelsEnv.value_or(1));
+  r.channels = o.channels > 0 ? o.channels
+                              : static_cast<int>(channelsEnv.value_or(comm::defaultChannels(1)));
   BRAID_ENFORCE(r.channels >= 1 && r.channels <= 16, ErrorCode::kInvalidUsage,
                 "channel count {} (BRAID_CHANNELS) must be between 1 and 16", r.channels);
   r.hostName = o.hostName;
@@ -155,12 +156,11 @@ void connectState(CommState& state, const std::string& prefix, const std::string
     auto [it, fresh] = nodeByHost.emplace(hosts[q], static_cast<int>(nodeByHost.size()));
     state.nodeOf[q] = it->second;
   }
-  // Between hosts every message pays a network round of the transport and its progress thread:
-  // larger slots and more lanes keep the link busy (2 hosts x 2 ranks at 1 Gbit/s: hier at 97-99%
-  // of the link with 1 MiB x 4 lanes, 45% with the one-host defaults). Given values win.
-  if (nodeByHost.size() > 1) {
-    if (!state.options.chunkSet) state.options.slotBytes = comm::kMultiNodeSlotBytes;
-    if (!state.options.channelsSet) state.options.channels = comm::kMultiNodeChannels;
+  // Across hosts the defaults are larger slots and more lanes (comm::defaultSlotBytes). Given
+  // values win.
+  if (const int nodes = static_cast<int>(nodeByHost.size()); nodes > 1) {
+    if (!state.options.chunkSet) state.options.slotBytes = comm::defaultSlotBytes(nodes);
+    if (!state.options.channelsSet) state.options.channels = comm::defaultChannels(nodes);
     config.slotBytes = state.options.slotBytes;
     config.channels = std::max(config.channels, state.options.channels);
   }

@@ -33,12 +33,12 @@ class TunerModel {
 /// A model for `graph`, shared.
 std::shared_ptr<const TunerModel> makeTunerModel(topology::ClusterGraph graph);
 
-/// Slot size and lanes a communicator spanning several hosts uses unless BRAID_CHUNK /
-/// BRAID_CHANNELS (or Options) say otherwise: each message between hosts costs a network round
-/// through a transport's progress thread, so fewer, larger messages on more lanes keep the link
-/// busy (bench/RESULTS.md, the namespace cluster).
-inline constexpr size_t kMultiNodeSlotBytes = 1 << 20;
-inline constexpr int kMultiNodeChannels = 4;
+/// Slot size and lanes of a communicator over `nodes` hosts unless BRAID_CHUNK / BRAID_CHANNELS
+/// (or Options) say otherwise: 128 KiB x 1 on one host; 1 MiB x 4 across hosts, where each
+/// message costs a network round through a transport's progress thread, so fewer, larger messages
+/// on more lanes keep the link busy (bench/RESULTS.md, the namespace cluster).
+inline size_t defaultSlotBytes(int nodes) { return nodes > 1 ? size_t{1} << 20 : 128 << 10; }
+inline int defaultChannels(int nodes) { return nodes > 1 ? 4 : 1; }
 
 struct TunerConfig {
   int nranks = 1;

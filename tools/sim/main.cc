@@ -131,12 +131,12 @@ int run(const Flags& f) {
 
   braid::comm::TunerConfig config;
   config.nranks = n;
-  // A communicator over several hosts defaults to larger slots and more lanes (comm/init.cc).
-  const bool multiNode = graph.nodes.size() > 1;
-  config.slotBytes = f.chunk.empty() ? (multiNode ? braid::comm::kMultiNodeSlotBytes : 128 << 10)
-                                     : bytesFlag("--chunk", f.chunk);
+  // Unless given, the slot size and lanes a communicator on this topology would use.
+  const int nodes = static_cast<int>(graph.nodes.size());
+  config.slotBytes =
+      f.chunk.empty() ? braid::comm::defaultSlotBytes(nodes) : bytesFlag("--chunk", f.chunk);
   config.slots = f.slots;
-  config.channels = f.channels > 0 ? f.channels : (multiNode ? braid::comm::kMultiNodeChannels : 1);
+  config.channels = f.channels > 0 ? f.channels : braid::comm::defaultChannels(nodes);
   config.pickChunk = f.pickChunk;
   config.forced = forced;
   config.model = braid::comm::makeTunerModel(graph);

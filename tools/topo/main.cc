@@ -23,9 +23,9 @@ struct Flags {
   std::string minBytes = "8", maxBytes = "1G";
   double factor = 2;
   std::string collective = "all";
-  std::string chunk = "128K";
+  std::string chunk;  // "" = the communicator's default for the topology
   int slots = 8;
-  int channels = 1;
+  int channels = 0;  // 0 = the communicator's default for the topology
   bool pickChunk = false;
   std::string dumpFile;
   std::string explainSize;
@@ -95,9 +95,11 @@ int run(const Flags& f) {
   if (!f.dumpFile.empty()) braid::topology::saveGraph(graph, f.dumpFile);
   braid::comm::TunerConfig config;
   config.nranks = graph.size();
-  config.slotBytes = bytesFlag("--chunk", f.chunk);
+  const int nodes = static_cast<int>(graph.nodes.size());
+  config.slotBytes =
+      f.chunk.empty() ? braid::comm::defaultSlotBytes(nodes) : bytesFlag("--chunk", f.chunk);
   config.slots = f.slots;
-  config.channels = f.channels;
+  config.channels = f.channels > 0 ? f.channels : braid::comm::defaultChannels(nodes);
   config.pickChunk = f.pickChunk;
   config.model = braid::comm::makeTunerModel(graph);
   fmt::print("# braid-topo: {}\n", origin);
@@ -157,9 +159,11 @@ int main(int argc, char** argv) {
   app.add_option("-f,--stepfactor", f.factor, "size factor between rows (default 2)");
   app.add_option("--collective", f.collective,
                  "all, allreduce, reducescatter, allgather, broadcast or reduce");
-  app.add_option("--chunk", f.chunk, "slot size, as BRAID_CHUNK (default 128K)");
+  app.add_option("--chunk", f.chunk,
+                 "slot size, as BRAID_CHUNK (default 128K on one node, 1M on several)");
   app.add_option("--slots", f.slots, "slots per channel, as BRAID_SLOTS (default 8)");
-  app.add_option("--channels", f.channels, "channels, as BRAID_CHANNELS (default 1)");
+  app.add_option("--channels", f.channels,
+                 "channels, as BRAID_CHANNELS (default 1 on one node, 4 on several)");
   app.add_flag("--pick-chunk", f.pickChunk,
                "also price pieces smaller than the slot for chain, tree and hier");
   app.add_option("--dump", f.dumpFile, "write the graph to this topology file");
