@@ -1,30 +1,19 @@
-# Finds the optional dependencies and sets BRAID_HAVE_<DEP> (0/1), one line each.
-function(braid_resolve dep found reason)
-  if(BRAID_WITH_${dep} STREQUAL "OFF")
-    set(BRAID_HAVE_${dep} 0 PARENT_SCOPE)
-    message(STATUS "braid: ${dep} parts left out (BRAID_WITH_${dep}=OFF)")
-  elseif(${found})
-    set(BRAID_HAVE_${dep} 1 PARENT_SCOPE)
-    message(STATUS "braid: ${dep} parts enabled")
-  elseif(BRAID_WITH_${dep} STREQUAL "ON")
-    message(FATAL_ERROR "braid: BRAID_WITH_${dep}=ON but ${reason}")
-  else()
-    set(BRAID_HAVE_${dep} 0 PARENT_SCOPE)
-    message(STATUS "braid: ${dep} parts left out: ${reason}")
-  endif()
-endfunction()
-
+# Finds the optional dependencies of the parts in BraidParts.cmake (torch: python/, the trainer:
+# trainer/nn/) and resolves each part, one line each.
 find_package(PkgConfig QUIET)
 
 # MPI (the bench baseline and the mpirun bootstrap).
 set(_mpi_found FALSE)
 if(NOT BRAID_WITH_MPI STREQUAL "OFF")
   find_package(MPI QUIET COMPONENTS C)
-  if(MPI_C_FOUND)
+  if(MPI_C_FOUND AND MPIEXEC_EXECUTABLE)
     set(_mpi_found TRUE)
   endif()
 endif()
-braid_resolve(MPI _mpi_found "no MPI found (apt-get install libopenmpi-dev openmpi-bin)")
+braid_resolve(MPI _mpi_found "no MPI or no mpirun found (apt-get install libopenmpi-dev openmpi-bin)")
+if(BRAID_HAVE_MPI)
+  braid_part_artifacts(MPI ${MPIEXEC_EXECUTABLE})
+endif()
 
 # hwloc (topology discovery).
 set(_hwloc_found FALSE)
@@ -45,17 +34,6 @@ if(NOT BRAID_WITH_UCX STREQUAL "OFF" AND PKG_CONFIG_FOUND)
   endif()
 endif()
 braid_resolve(UCX _ucx_found "no UCX found (apt-get install libucx-dev)")
-
-# ibverbs (RDMA transport).
-set(_verbs_found FALSE)
-if(NOT BRAID_WITH_VERBS STREQUAL "OFF")
-  find_library(IBVERBS_LIBRARY ibverbs)
-  find_path(IBVERBS_INCLUDE infiniband/verbs.h)
-  if(IBVERBS_LIBRARY AND IBVERBS_INCLUDE)
-    set(_verbs_found TRUE)
-  endif()
-endif()
-braid_resolve(VERBS _verbs_found "no libibverbs found (apt-get install libibverbs-dev)")
 
 # CUDA (device kernels and transports): only where nvcc exists.
 set(_cuda_found FALSE)

@@ -3,8 +3,9 @@
 #include <memory>
 #include <string>
 
-#include "comm/braid.h"
-#include "comm/braid.hpp"
+#include "braid/braid.h"
+#include "braid/braid.hpp"
+#include "common/error.h"
 
 struct braidComm {
   braid::Communicator comm;

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
-#include "comm/braid.hpp"
 
 namespace braid {
 

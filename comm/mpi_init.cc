@@ -6,7 +6,8 @@
 
 #include <cstdlib>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
+#include "common/error.h"
 
 namespace braid {
 

@@ -1,6 +1,6 @@
 #include <cstring>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid {
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "comm/schedule/schedule.h"
 
 namespace braid::comm {

@@ -13,8 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
-#include "comm/braid.hpp"
 #include "comm/exec/host_executor.h"
 #include "comm/tuner.h"
 #include "transport/transport.h"

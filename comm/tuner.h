@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "comm/schedule/schedule.h"
 #include "topology/cost_model.h"
 

@@ -1,4 +1,4 @@
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 
 #include <climits>
 #include <cmath>

@@ -8,10 +8,10 @@
 #include <string>
 #include <type_traits>
 
+#include "braid/types.hpp"
 #include "kernels/convert.h"
 #include "kernels/element_ops.h"
 #include "kernels/loops.h"
-#include "kernels/types.h"
 
 namespace braid::kernels::detail {
 

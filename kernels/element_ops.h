@@ -13,7 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/types.h"
+#include "braid/types.hpp"
 
 #ifdef __CUDACC__
 #define BRAID_HOST_DEVICE __host__ __device__

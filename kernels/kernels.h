@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/types.h"
+#include "braid/types.hpp"
 
 namespace braid::kernels {
 

@@ -1,5 +1,5 @@
 // Names of data types and reduction ops, as nccl-tests prints them, and their parsers.
-#include "kernels/types.h"
+#include "braid/types.hpp"
 
 #include <strings.h>
 

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 
 namespace braid::transport {
 

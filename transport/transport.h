@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 #include "common/error.h"
 
 namespace braid::transport {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "common/env.h"
 #include "kernels/element_ops.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::bench {
 

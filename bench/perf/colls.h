@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::bench {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "bench/perf/colls.h"
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::bench {
 

@@ -16,7 +16,7 @@
 #include "bench/perf/report.h"
 #include "bench/perf/table.h"
 #include "bench/perf/world.h"
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 #include "common/env.h"
 #include "common/error.h"
 

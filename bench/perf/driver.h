@@ -3,7 +3,7 @@
 #pragma once
 
 #include "bench/perf/colls.h"
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::bench {
 

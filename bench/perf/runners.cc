@@ -1,6 +1,7 @@
 // How each *_perf binary calls its collective, blocking and non-blocking.
 #include "bench/perf/colls.h"
 #include "bench/perf/driver.h"
+#include "common/error.h"
 
 namespace braid::bench {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "bench/perf/args.h"
 #include "bench/perf/colls.h"
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::bench {
 

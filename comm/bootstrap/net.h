@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 
 namespace braid::bootstrap::net {
 

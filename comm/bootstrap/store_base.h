@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 #include "transport/transport.h"
 
 namespace braid::bootstrap {

@@ -11,7 +11,7 @@
 #include <random>
 #include <thread>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "comm/device/completion.h"
 #include "comm/device/device_executor.h"
 #include "comm/device/gather_kv.h"

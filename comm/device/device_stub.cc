@@ -1,5 +1,5 @@
 // DeviceCommunicator in builds without CUDA: creation says so; nothing else can be reached.
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid {
 

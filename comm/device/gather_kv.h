@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "transport/transport.h"
 
 namespace braid::comm::device {

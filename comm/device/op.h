@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "comm/device/pointer.h"
 #include "comm/exec/host_executor.h"
 #include "comm/schedule/schedule.h"

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::comm::device {
 

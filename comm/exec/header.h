@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "comm/schedule/schedule.h"
 #include "transport/transport.h"
 

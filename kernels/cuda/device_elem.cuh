@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "kernels/element_ops.h"
-#include "kernels/types.h"
+#include "braid/types.hpp"
 
 namespace braid::kernels::cuda::detail {
 

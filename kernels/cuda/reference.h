@@ -9,8 +9,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "braid/types.hpp"
 #include "kernels/element_ops.h"
-#include "kernels/types.h"
 
 namespace braid::kernels::cuda::reference {
 

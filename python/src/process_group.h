@@ -15,7 +15,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "work.h"
 
 namespace braid::pytorch {

@@ -5,7 +5,7 @@
 
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
-#include "kernels/types.h"
+#include "braid/types.hpp"
 
 namespace braid::pytorch {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::pytorch {
 

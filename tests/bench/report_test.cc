@@ -1,6 +1,7 @@
 // The -J document and the plot that reads it.
 #include "bench/perf/report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 int main() {
   try {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "braid/braid.hpp"
 #include "comm/bootstrap/memory_store.h"
-#include "comm/braid.hpp"
 #include "comm/internal.h"
 
 namespace braid::testing {

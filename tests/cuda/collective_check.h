@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "kernels/cuda/reference.h"
 #include "tests/cuda/cuda_test_util.h"
 

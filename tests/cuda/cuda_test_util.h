@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/types.hpp"
 #include "kernels/element_ops.h"
-#include "kernels/types.h"
 
 namespace braid::cudatest {
 

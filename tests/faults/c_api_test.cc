@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/braid.h"
 #include "comm/bootstrap/address.h"
-#include "comm/braid.h"
 #include "tests/faults/proc.h"
 
 extern "C" braidResult_t faultsAllReduceRawCodes(const void* sendbuf, void* recvbuf, size_t count,

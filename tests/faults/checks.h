@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "tests/comm/reference.h"
 #include "tests/faults/proc.h"
 

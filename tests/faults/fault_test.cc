@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
-#include "comm/braid.hpp"
 #include "tests/faults/checks.h"
 #include "tests/faults/proc.h"
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
-#include "comm/braid.hpp"
 #include "tests/comm/reference.h"
 #include "tests/faults/checks.h"
 #include "tests/faults/proc.h"

@@ -16,8 +16,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "braid/types.hpp"
 #include "kernels/kernels.h"
-#include "kernels/types.h"
 
 namespace braid {
 // Readable parameter names in gtest output.

@@ -1,5 +1,5 @@
 // Data type and op names (as nccl-tests prints them) and their parsers.
-#include "kernels/types.h"
+#include "braid/types.hpp"
 
 #include <gtest/gtest.h>
 

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 #include "transport/transport.h"
 
 namespace braid::transport::testing {

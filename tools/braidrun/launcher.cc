@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "braid/deadline.hpp"
 #include "comm/bootstrap/address.h"
 #include "comm/bootstrap/secret.h"
-#include "common/deadline.h"
 #include "common/error.h"
 #include "tools/braidrun/line_prefixer.h"
 

@@ -10,10 +10,10 @@
 #include "bench/perf/colls.h"
 #include "bench/perf/names.h"
 #include "bench/perf/table.h"
+#include "braid/types.hpp"
 #include "comm/tuner.h"
 #include "common/env.h"
 #include "common/error.h"
-#include "kernels/types.h"
 #include "topology/topology.h"
 
 namespace {

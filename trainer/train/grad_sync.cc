@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "common/deadline.h"
+#include "braid/deadline.hpp"
 #include "common/error.h"
 #include "kernels/convert.h"
 

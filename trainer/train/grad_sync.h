@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "trainer/nn/optimizer.h"
 #include "trainer/train/loss_scaler.h"
 

@@ -7,9 +7,9 @@
 #include <memory>
 #include <optional>
 
+#include "braid/braid.hpp"
 #include "comm/bootstrap/memory_store.h"
 #include "comm/bootstrap/secret.h"
-#include "comm/braid.hpp"
 #include "comm/internal.h"
 #include "common/env.h"
 #include "common/error.h"

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::trainer {
 

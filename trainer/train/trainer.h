@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "comm/braid.hpp"
+#include "braid/braid.hpp"
 #include "trainer/train/epoch_log.h"
 #include "trainer/train/options.h"
 

@@ -1,4 +1,5 @@
-// Deadlines for every blocking wait, and the BRAID_TIMEOUT default.
+// Deadlines for every blocking wait, and the BRAID_TIMEOUT default. Public: Request::wait takes
+// one.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,6 @@
-// braid's C++ API: communicators and collectives on host memory. The one public C++ header of
-// comm/ (the C API is comm/braid.h).
+// braid's C++ API: communicators and collectives on host memory (and CUDA device memory below).
+// Installed as <braid/braid.hpp> with the vocabulary it uses (types, error, deadline); the C API is
+// <braid/braid.h>.
 //
 // Ordering: every rank must call the same collectives in the same order with matching
 // (count, dtype, op, root); a mismatch is detected and reported as ErrorCode::kMismatch on
@@ -13,15 +14,14 @@
 #pragma once
 
 #include <array>
+#include <braid/deadline.hpp>
+#include <braid/error.hpp>
+#include <braid/types.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include "common/deadline.h"
-#include "common/error.h"
-#include "kernels/types.h"
 
 namespace braid {
 

@@ -1,4 +1,4 @@
-/* braid's C API: the same communicators and collectives as comm/braid.hpp, for C and for other
+/* braid's C API: the same communicators and collectives as braid/braid.hpp, for C and for other
  * languages' bindings. Every function returns a braidResult_t; on failure the calling thread's
  * last error message (braidGetLastError) names rank, peer, collective and size.
  * Thread-safety and ordering are as in braid.hpp: all ranks call collectives in the same order. */

@@ -1,4 +1,5 @@
-// Element types and reduction operators shared by every layer. Includes nothing of braid's.
+// Element types and reduction operators: the public vocabulary every layer shares (kernels, wire
+// headers, the C++ and C APIs). Includes nothing of braid's.
 #pragma once
 
 #include <cstddef>
@@ -28,10 +29,20 @@ constexpr int kNumRedOps = 5;
 /// Bytes per element; 0 for a value outside the enum.
 constexpr size_t dataTypeSize(DataType type) {
   switch (type) {
-    case DataType::kInt8: case DataType::kUint8: return 1;
-    case DataType::kFloat16: case DataType::kBFloat16: return 2;
-    case DataType::kInt32: case DataType::kUint32: case DataType::kFloat32: return 4;
-    case DataType::kInt64: case DataType::kUint64: case DataType::kFloat64: return 8;
+    case DataType::kInt8:
+    case DataType::kUint8:
+      return 1;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return 2;
+    case DataType::kInt32:
+    case DataType::kUint32:
+    case DataType::kFloat32:
+      return 4;
+    case DataType::kInt64:
+    case DataType::kUint64:
+    case DataType::kFloat64:
+      return 8;
   }
   return 0;
 }
