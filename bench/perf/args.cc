@@ -32,10 +32,10 @@ std::string flagLabel(const Flag& flag) {
   return fmt::format("-{}/--{}", flag.shortName, flag.longName);
 }
 
-int64_t parseInt(const Flag& flag, const std::string& text, int64_t lo, int64_t hi) {
+int64_t parseInt(const Flag& flag, const std::string& text, int64_t lo, int64_t hi, int base = 10) {
   errno = 0;
   char* end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
+  long long value = std::strtoll(text.c_str(), &end, base);
   BRAID_ENFORCE(errno == 0 && !text.empty() && *end == '\0', ErrorCode::kInvalidUsage,
                 "{}: '{}' is not an integer", flagLabel(flag), text);
   BRAID_ENFORCE(value >= lo && value <= hi, ErrorCode::kInvalidUsage,
@@ -72,7 +72,8 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
     BRAID_ENFORCE(args.stepBytes > 0, ErrorCode::kInvalidUsage, "{}: must be positive",
                   flagLabel(flag));
   } else if (name == "stepfactor") {
-    args.stepFactor = parseInt(flag, value, 1, 1 << 20);
+    // As nccl-tests (strtol, base 0): any non-negative factor; 0 and 1 mean "step by -i".
+    args.stepFactor = parseInt(flag, value, 0, INT64_MAX, 0);
   } else if (name == "iters") {
     args.iters = parseInt(flag, value, 1, 1 << 30);
   } else if (name == "agg_iters") {
@@ -157,8 +158,10 @@ std::vector<uint64_t> BenchArgs::sizes() const {
   std::vector<uint64_t> out;
   for (uint64_t size = minBytes; size <= maxBytes;) {
     out.push_back(size);
-    uint64_t next = stepFactor > 1 ? size * stepFactor : size + stepBytes;
-    if (next <= size) break;  // size 0 with a factor, or overflow
+    uint64_t next = 0;
+    bool overflow = stepFactor > 1 ? __builtin_mul_overflow(size, stepFactor, &next)
+                                   : __builtin_add_overflow(size, stepBytes, &next);
+    if (overflow || next <= size) break;  // size 0 with a factor, or past 2^64
     size = next;
   }
   return out;

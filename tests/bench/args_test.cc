@@ -61,6 +61,22 @@ TEST(PerfArgs, ShortLongAndAttachedForms) {
   EXPECT_EQ(a.transport, "shm");
 }
 
+TEST(PerfArgs, AnyStepFactorNcclTestsAccepts) {
+  // No upper bound: a two-point sweep, as `-b 8 -e 256M -f 33554432` is in nccl-tests.
+  EXPECT_EQ(parse({"-b", "8", "-e", "256M", "-f", "33554432"}).sizes(),
+            (std::vector<uint64_t>{8, 256u << 20}));
+  // strtol base 0, and a factor so large the next size passes 2^64: the sweep just ends.
+  EXPECT_EQ(parse({"-b", "8", "-e", "1G", "-f", "0x40000000"}).sizes(),
+            (std::vector<uint64_t>{8}));
+  EXPECT_EQ(parse({"-b", "1G", "-e", "2G", "-f", "9223372036854775807"}).sizes(),
+            (std::vector<uint64_t>{1u << 30}));
+  // 0 and 1 mean "step by -i".
+  EXPECT_EQ(parse({"-b", "8", "-e", "24", "-i", "8", "-f", "0"}).sizes(),
+            (std::vector<uint64_t>{8, 16, 24}));
+  EXPECT_EQ(parse({"-b", "8", "-e", "24", "-i", "8", "-f", "1"}).sizes(),
+            (std::vector<uint64_t>{8, 16, 24}));
+}
+
 TEST(PerfArgs, StepBytesAndSuffixes) {
   BenchArgs a = parse({"-b", "1K", "-e", "4k", "-i", "1K"});
   EXPECT_EQ(a.sizes(), (std::vector<uint64_t>{1024, 2048, 3072, 4096}));
@@ -96,7 +112,8 @@ TEST(PerfArgs, BadValuesAreRejectedWithAMessage) {
       {{"-n", "0"}, "-n/--iters: 0 is out of range"},
       {{"-n", "x"}, "-n/--iters: 'x' is not an integer"},
       {{"-w", "-1"}, "-w/--warmup_iters"},
-      {{"-f", "0"}, "-f/--stepfactor"},
+      {{"-f", "-2"}, "-f/--stepfactor: -2 is out of range"},
+      {{"-f", "2x"}, "-f/--stepfactor: '2x' is not an integer"},
       {{"-i", "0"}, "-i/--stepbytes"},
       {{"-t", "2"}, "-t/--nthreads: must be 1"},
       {{"-g", "8"}, "-g/--ngpus: must be 1"},

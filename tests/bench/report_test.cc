@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/skip.h"
+
 namespace braid::bench {
 namespace {
 
@@ -86,8 +88,8 @@ std::string tempPath(const std::string& name) {
 }
 
 TEST(PerfReport, PlotWritesAPng) {
-  if (access(BRAID_PLOT_PATH, X_OK) != 0) GTEST_SKIP() << "no braid-plot at " BRAID_PLOT_PATH;
-  if (!haveMatplotlib()) GTEST_SKIP() << "python3-matplotlib is not installed";
+  if (access(BRAID_PLOT_PATH, X_OK) != 0) BRAID_SKIP_MISSING("no braid-plot at " BRAID_PLOT_PATH);
+  if (!haveMatplotlib()) BRAID_SKIP_MISSING("python3-matplotlib is not installed");
   const std::string a = tempPath("a.json"), b = tempPath("b.json"), png = tempPath("out.png");
   writeReport(a, makeReport(sampleInfo("ring"), sampleRows(true), 0, 1.0));
   writeReport(b, makeReport(sampleInfo("oneshot"), sampleRows(false), 0, 1.0));
@@ -106,7 +108,7 @@ TEST(PerfReport, PlotWritesAPng) {
 }
 
 TEST(PerfReport, PlotNamesABadFile) {
-  if (access(BRAID_PLOT_PATH, X_OK) != 0) GTEST_SKIP() << "no braid-plot at " BRAID_PLOT_PATH;
+  if (access(BRAID_PLOT_PATH, X_OK) != 0) BRAID_SKIP_MISSING("no braid-plot at " BRAID_PLOT_PATH);
   const std::string bad = tempPath("bad.json"), png = tempPath("bad.png"),
                     err = tempPath("bad.err");
   std::ofstream(bad) << "{\"rows\": [1, 2,";

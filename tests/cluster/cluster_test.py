@@ -5,7 +5,8 @@ all_reduce_perf across namespace hosts, plain and under mpirun.
 
   cluster_test.py --tool PATH --build DIR [TestCase.test_name ...]
 
-Exit 77 (CTest's skip) with a one-line reason when namespaces cannot be made here."""
+Exit 77 (CTest's skip) with a one-line reason when namespaces cannot be made here. Each skip reason
+starts with its kind ("device: " or "missing: ", as in tests/support/braid_skip.py)."""
 import argparse
 import json
 import os
@@ -16,6 +17,9 @@ import subprocess
 import sys
 import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import braid_skip  # noqa: E402
 
 TOOL = None
 BUILD = None
@@ -49,15 +53,16 @@ def in_ns(ns, *argv, check=True, timeout=30):
 
 
 def skip_reason():
-    if os.geteuid() != 0:
-        return "network namespaces need root"
+    """Why namespaces cannot be made here ("kind: reason"), or None."""
     if shutil.which("ip") is None or shutil.which("tc") is None:
-        return "iproute2 (ip, tc) is not installed"
+        return "missing: iproute2 (ip, tc) is not installed"
+    if os.geteuid() != 0:
+        return "device: network namespaces need root"
     probe = f"bcprobe{os.getpid() % 100000}"
     r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     if r.returncode != 0:
-        return f"cannot create a network namespace: {r.stderr.strip()}"
+        return f"device: cannot create a network namespace: {r.stderr.strip()}"
     return None
 
 
@@ -260,7 +265,7 @@ class ClusterTest(unittest.TestCase):
     def perf(self):
         path = os.path.join(BUILD, "bench", "all_reduce_perf")
         if not os.access(path, os.X_OK):
-            self.skipTest(f"{path} is not built (build target all_reduce_perf)")
+            self.skipTest(f"missing: {path} is not built (build target all_reduce_perf)")
         return path
 
     def checkPerfOutput(self, out, ranks):
@@ -290,12 +295,12 @@ class ClusterTest(unittest.TestCase):
     def test_all_reduce_perf_mpirun(self):
         perf = self.perf()
         if shutil.which("mpirun") is None:
-            self.skipTest("mpirun (Open MPI) is not installed")
+            self.skipTest("missing: mpirun (Open MPI) is not installed")
         r = tool("mpirun", "--hosts", "2", "--ranks-per-host", "2", "--name", self.name,
                  "--timeout", "120", "--", perf, "-b", "8", "-e", "64K", "-f", "8", "-c", "1",
                  "--baseline", "mpi", "-w", "1", "-n", "2", check=False, timeout=180)
         if "built without MPI" in r.stderr:
-            self.skipTest("all_reduce_perf was built without MPI")
+            self.skipTest("missing: all_reduce_perf was built without MPI")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.checkPerfOutput(r.stdout, 4)
         self.assertIn("launcher mpirun", r.stdout)
@@ -317,8 +322,8 @@ def main():
              else loader.loadTestsFromModule(module))
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     if result.wasSuccessful() and result.testsRun and len(result.skipped) == result.testsRun:
-        print(f"skip: {result.skipped[0][1]}")
-        sys.exit(77)
+        kind, _, reason = result.skipped[0][1].partition(": ")
+        braid_skip.skip(kind, reason, test=" ".join(args.tests) or "cluster_test")
     sys.exit(0 if result.wasSuccessful() else 1)
 
 

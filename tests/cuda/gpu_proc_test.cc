@@ -12,6 +12,7 @@
 
 #include "tests/cuda/collective_check.h"
 #include "tests/cuda/gpu_util.h"
+#include "tests/support/skip.h"
 
 namespace braid {
 namespace {
@@ -89,7 +90,7 @@ void runProcesses(int n, const std::function<std::string(DeviceCommunicator&)>& 
 class DeviceProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(DeviceProcesses, EveryCollectiveTypeAndOpMatchesTheReference) {
-  if (!gpuInAChild()) GTEST_SKIP() << "no CUDA device";
+  if (!gpuInAChild()) BRAID_SKIP_NO_DEVICE("no CUDA device");
   runProcesses(GetParam(), [](DeviceCommunicator& dc) {
     return cudatest::checkDeviceCollectives(dc, {1, 1001}, true) +
            cudatest::checkDeviceCollectives(dc, {300007}, false);

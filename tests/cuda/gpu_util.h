@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/skip.h"
+
 namespace braid::cudatest {
 
 /// Number of usable CUDA devices; 0 when there is no driver or no device (never throws).
@@ -18,7 +20,7 @@ inline int gpuCount() {
 
 }  // namespace braid::cudatest
 
-#define BRAID_REQUIRE_GPU()                                                   \
-  do {                                                                        \
-    if (::braid::cudatest::gpuCount() == 0) GTEST_SKIP() << "no CUDA device"; \
+#define BRAID_REQUIRE_GPU()                                                         \
+  do {                                                                              \
+    if (::braid::cudatest::gpuCount() == 0) BRAID_SKIP_NO_DEVICE("no CUDA device"); \
   } while (0)

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/skip.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -308,7 +310,7 @@ TEST(BraidrunBinding, PinsOneRankPerCpuByDefaultAndNotWithNone) {
 
   cpu_set_t mine;
   ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "needs 2 usable CPUs to tell pinned from free";
+  if (CPU_COUNT(&mine) < 2) BRAID_SKIP_NO_DEVICE("needs 2 usable CPUs to tell pinned from free");
   Result free = runBraidrun({"-n", "1", "--no-prefix", "--bind-to", "none", "sh", "-c", script});
   EXPECT_EQ(free.code, 0) << free.err;
   EXPECT_NE(free.out.find_first_of(",-"), std::string::npos) << free.out;

@@ -3,12 +3,14 @@
 the file. Skips (exit 77) without matplotlib."""
 import json, os, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import braid_skip  # noqa: E402
+
 script = sys.argv[1]
 try:
     import matplotlib  # noqa: F401
 except ImportError:
-    print("skip: matplotlib missing")
-    sys.exit(77)
+    braid_skip.skip_missing("matplotlib is not importable (apt-get install python3-matplotlib)")
 with tempfile.TemporaryDirectory() as tmp:
     csv_path = os.path.join(tmp, "a.csv")
     with open(csv_path, "w") as f:

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/config.h"
+#include "tests/support/skip.h"
 #include "topology/topology.h"
 
 namespace braid::topology {
@@ -50,7 +51,7 @@ TEST(Discovery, CountsAreSane) {
 
 TEST(Discovery, NetworkInterfacesWithADeviceAreNics) {
   if (access("/sys/class/net/eth0/device", F_OK) != 0) {
-    GTEST_SKIP() << "this machine has no eth0 backed by a device";
+    BRAID_SKIP_NO_DEVICE("this machine has no eth0 backed by a device");
   }
   RankDescriptor d = localDescriptor();
   bool found = false;
@@ -68,7 +69,7 @@ TEST(Discovery, HwlocFindsCachesAndCores) {
     EXPECT_GE(d.l3Count, 1);
   }
 #else
-  GTEST_SKIP() << "built without hwloc (libhwloc-dev): the reduced /sys discovery is in use";
+  BRAID_SKIP_MISSING("built without hwloc (libhwloc-dev): the reduced /sys discovery is in use");
 #endif
 }
 

@@ -6,16 +6,17 @@ import subprocess
 import sys
 import time
 
-SKIP = 77  # CTest's SKIP_RETURN_CODE for these tests
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import braid_skip  # noqa: E402
 
 
 def skip(reason):
-    print(f"SKIP: {reason}", flush=True)
-    sys.exit(SKIP)
+    """A missing torch or braid_torch (the TORCH part)."""
+    braid_skip.skip_missing(reason)
 
 
 def require_braid_torch():
-    """Exits with SKIP (77) and a one-line reason when torch, gloo or braid_torch is missing."""
+    """Skips (exit 77) with a one-line reason when torch, gloo or braid_torch is missing."""
     try:
         import torch  # noqa: F401
         import torch.distributed as dist

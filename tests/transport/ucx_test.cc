@@ -10,15 +10,16 @@
 #include <memory>
 
 #include "common/config.h"
+#include "tests/support/skip.h"
 #include "tests/transport/test_support.h"
 
 namespace braid::transport::testing {
 namespace {
 
-#define SKIP_WITHOUT_UCX()                                     \
-  do {                                                         \
-    std::string why;                                           \
-    if (!kindAvailable(Kind::kUcx, &why)) GTEST_SKIP() << why; \
+#define SKIP_WITHOUT_UCX()                                         \
+  do {                                                             \
+    std::string why;                                               \
+    if (!kindAvailable(Kind::kUcx, &why)) BRAID_SKIP_MISSING(why); \
   } while (0)
 
 /// Sets UCX_TLS for the UCX contexts this test creates (threads) or forks (children inherit it).

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "tests/support/skip.h"
 #include "tests/trainer/data/idx_files.h"
 
 namespace braid::trainer {
@@ -117,7 +118,8 @@ std::vector<uint8_t> gunzipFile(const std::string& path) {
 TEST(FashionMnist, DebianFilesLoad) {
   const std::string dir = kDefaultFashionMnistDir;
   if (!std::filesystem::exists(dir + "/train-labels-idx1-ubyte.gz")) {
-    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed (" << dir << ")";
+    BRAID_SKIP_MISSING("Debian's dataset-fashion-mnist is not installed (" + std::string(dir) +
+                       ")");
   }
   for (Split split : {Split::kTrain, Split::kTest}) {
     SCOPED_TRACE(splitName(split));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "tests/support/skip.h"
 #include "trainer/data/dataset.h"
 
 namespace braid::trainer {
@@ -202,7 +203,7 @@ class ResumeCli : public CheckpointFiles {
     const fs::path data = kDefaultFashionMnistDir;
     if (!fs::exists(data / "train-images-idx3-ubyte.gz") &&
         !fs::exists(data / "train-images-idx3-ubyte")) {
-      GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+      BRAID_SKIP_MISSING("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
     }
     CheckpointFiles::SetUp();
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/skip.h"
 #include "trainer/data/dataset.h"
 #include "trainer/nn/models.h"
 
@@ -51,7 +52,7 @@ class TrainCli : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!haveData()) {
-      GTEST_SKIP() << "Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)";
+      BRAID_SKIP_MISSING("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
     }
     dir_ = fs::temp_directory_path() /
            ("braid_train_test_" + std::to_string(::getpid()) + "_" +
