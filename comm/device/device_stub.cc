@@ -1,5 +1,6 @@
 // DeviceCommunicator in builds without CUDA: creation says so; nothing else can be reached.
 #include "braid/braid.hpp"
+#include "common/error.h"
 
 namespace braid {
 
