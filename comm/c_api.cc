@@ -1,4 +1,5 @@
 // The C API: exceptions become return codes here, at the boundary, with a per-thread message.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -7,8 +8,14 @@
 #include "braid/braid.hpp"
 #include "common/error.h"
 
+// A handle holds one reference and every call in progress one more; braidCommAbort and
+// braidCommDestroy drop the handle's, and whoever drops the last frees it. So abort from another
+// thread (the use braid.h documents) never frees the communicator under a call still running in
+// it: that call sees the abort, returns braidAborted, and frees it on the way out.
 struct braidComm {
+  explicit braidComm(braid::Communicator c) : comm(std::move(c)) {}
   braid::Communicator comm;
+  std::atomic<int> refs{1};
 };
 struct braidRequest {
   braid::Request request;
@@ -33,12 +40,46 @@ braidResult_t guard(F&& body) {
   }
 }
 
-braid::DataType dt(braidDataType_t t) { return static_cast<braid::DataType>(t); }
-braid::RedOp ro(braidRedOp_t o) { return static_cast<braid::RedOp>(o); }
+void release(braidComm_t comm) {
+  if (comm->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete comm;
+}
 
-braid::Communicator& C(braidComm_t comm) {
-  BRAID_ENFORCE(comm != nullptr, braid::ErrorCode::kInvalidUsage, "communicator is NULL");
-  return comm->comm;
+// Pins a handle for the length of one call (see braidComm).
+class Pinned {
+ public:
+  Pinned(braidComm_t comm, const char* fn) : comm_(comm) {
+    BRAID_ENFORCE(comm != nullptr, braid::ErrorCode::kInvalidUsage, "{}: communicator is NULL",
+                  fn);
+    comm_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Pinned() { release(comm_); }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  braid::Communicator* operator->() const { return &comm_->comm; }
+
+  // C enums are ints: the full value is checked before it becomes an 8-bit DataType or RedOp,
+  // so 263 is refused instead of running as float32 (263 mod 256).
+  braid::DataType type(braidDataType_t t, const char* fn) const {
+    BRAID_ENFORCE(int(t) >= 0 && int(t) < braid::kNumDataTypes, braid::ErrorCode::kInvalidUsage,
+                  "rank {}: {}: unknown data type {} (valid: 0..{})", comm_->comm.rank(), fn,
+                  int(t), braid::kNumDataTypes - 1);
+    return static_cast<braid::DataType>(t);
+  }
+  braid::RedOp op(braidRedOp_t o, const char* fn) const {
+    BRAID_ENFORCE(int(o) >= 0 && int(o) < braid::kNumRedOps, braid::ErrorCode::kInvalidUsage,
+                  "rank {}: {}: unknown reduction op {} (valid: 0..{})", comm_->comm.rank(), fn,
+                  int(o), braid::kNumRedOps - 1);
+    return static_cast<braid::RedOp>(o);
+  }
+
+ private:
+  braidComm_t comm_;
+};
+
+template <typename T>
+void enforceOut(T* out, const char* fn) {
+  BRAID_ENFORCE(out != nullptr, braid::ErrorCode::kInvalidUsage, "{}: output pointer is NULL",
+                fn);
 }
 
 }  // namespace
@@ -55,7 +96,7 @@ const char* braidGetErrorString(braidResult_t result) {
 braidResult_t braidCommInitFromEnv(braidComm_t* comm) {
   return guard([&] {
     BRAID_ENFORCE(comm != nullptr, braid::ErrorCode::kInvalidUsage, "comm pointer is NULL");
-    *comm = new braidComm{braid::Communicator::fromEnvironment()};
+    *comm = new braidComm(braid::Communicator::fromEnvironment());
   });
 }
 
@@ -73,71 +114,111 @@ braidResult_t braidCommInitRank(braidComm_t* comm, int nranks, braidUniqueId id,
     BRAID_ENFORCE(comm != nullptr, braid::ErrorCode::kInvalidUsage, "comm pointer is NULL");
     braid::UniqueId uid;
     std::memcpy(uid.bytes.data(), id.internal, sizeof id.internal);
-    *comm = new braidComm{braid::Communicator::fromUniqueId(uid, rank, nranks)};
+    *comm = new braidComm(braid::Communicator::fromUniqueId(uid, rank, nranks));
   });
 }
 
 braidResult_t braidCommDestroy(braidComm_t comm) {
-  return guard([&] { delete comm; });
+  return guard([&] {
+    if (comm != nullptr) release(comm);
+  });
 }
 
 braidResult_t braidCommAbort(braidComm_t comm) {
   return guard([&] {
     if (comm == nullptr) return;
     comm->comm.abort();
-    delete comm;
+    release(comm);
   });
 }
 
 braidResult_t braidCommRank(braidComm_t comm, int* rank) {
-  return guard([&] { *rank = C(comm).rank(); });
+  return guard([&] {
+    enforceOut(rank, "braidCommRank");
+    *rank = Pinned(comm, "braidCommRank")->rank();
+  });
 }
 braidResult_t braidCommSize(braidComm_t comm, int* size) {
-  return guard([&] { *size = C(comm).size(); });
+  return guard([&] {
+    enforceOut(size, "braidCommSize");
+    *size = Pinned(comm, "braidCommSize")->size();
+  });
 }
 
 braidResult_t braidAllReduce(const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t o,
                              braidComm_t comm) {
-  return guard([&] { C(comm).allReduce(s, r, n, dt(t), ro(o)); });
+  return guard([&] {
+    const char* fn = "braidAllReduce";
+    Pinned c(comm, fn);
+    c->allReduce(s, r, n, c.type(t, fn), c.op(o, fn));
+  });
 }
 braidResult_t braidReduceScatter(const void* s, void* r, size_t n, braidDataType_t t,
                                  braidRedOp_t o, braidComm_t comm) {
-  return guard([&] { C(comm).reduceScatter(s, r, n, dt(t), ro(o)); });
+  return guard([&] {
+    const char* fn = "braidReduceScatter";
+    Pinned c(comm, fn);
+    c->reduceScatter(s, r, n, c.type(t, fn), c.op(o, fn));
+  });
 }
 braidResult_t braidAllGather(const void* s, void* r, size_t n, braidDataType_t t,
                              braidComm_t comm) {
-  return guard([&] { C(comm).allGather(s, r, n, dt(t)); });
+  return guard([&] {
+    const char* fn = "braidAllGather";
+    Pinned c(comm, fn);
+    c->allGather(s, r, n, c.type(t, fn));
+  });
 }
 braidResult_t braidBroadcast(const void* s, void* r, size_t n, braidDataType_t t, int root,
                              braidComm_t comm) {
-  return guard([&] { C(comm).broadcast(s, r, n, dt(t), root); });
+  return guard([&] {
+    const char* fn = "braidBroadcast";
+    Pinned c(comm, fn);
+    c->broadcast(s, r, n, c.type(t, fn), root);
+  });
 }
 braidResult_t braidReduce(const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t o,
                           int root, braidComm_t comm) {
-  return guard([&] { C(comm).reduce(s, r, n, dt(t), ro(o), root); });
+  return guard([&] {
+    const char* fn = "braidReduce";
+    Pinned c(comm, fn);
+    c->reduce(s, r, n, c.type(t, fn), c.op(o, fn), root);
+  });
 }
 braidResult_t braidSend(const void* b, size_t n, braidDataType_t t, int peer, braidComm_t comm) {
-  return guard([&] { C(comm).send(b, n, dt(t), peer); });
+  return guard([&] {
+    const char* fn = "braidSend";
+    Pinned c(comm, fn);
+    c->send(b, n, c.type(t, fn), peer);
+  });
 }
 braidResult_t braidRecv(void* b, size_t n, braidDataType_t t, int peer, braidComm_t comm) {
-  return guard([&] { C(comm).recv(b, n, dt(t), peer); });
+  return guard([&] {
+    const char* fn = "braidRecv";
+    Pinned c(comm, fn);
+    c->recv(b, n, c.type(t, fn), peer);
+  });
 }
 braidResult_t braidBarrier(braidComm_t comm) {
-  return guard([&] { C(comm).barrier(); });
+  return guard([&] { Pinned(comm, "braidBarrier")->barrier(); });
 }
 
 braidResult_t braidAllReduceAsync(const void* s, void* r, size_t n, braidDataType_t t,
                                   braidRedOp_t o, braidComm_t comm, braidRequest_t* request) {
   return guard([&] {
-    BRAID_ENFORCE(request != nullptr, braid::ErrorCode::kInvalidUsage, "request pointer is NULL");
-    *request = new braidRequest{C(comm).allReduceAsync(s, r, n, dt(t), ro(o))};
+    const char* fn = "braidAllReduceAsync";
+    enforceOut(request, fn);
+    Pinned c(comm, fn);
+    *request = new braidRequest{c->allReduceAsync(s, r, n, c.type(t, fn), c.op(o, fn))};
   });
 }
 braidResult_t braidBroadcastAsync(const void* s, void* r, size_t n, braidDataType_t t, int root,
                                   braidComm_t comm, braidRequest_t* request) {
   return guard([&] {
-    BRAID_ENFORCE(request != nullptr, braid::ErrorCode::kInvalidUsage, "request pointer is NULL");
-    *request = new braidRequest{C(comm).broadcastAsync(s, r, n, dt(t), root)};
+    const char* fn = "braidBroadcastAsync";
+    enforceOut(request, fn);
+    Pinned c(comm, fn);
+    *request = new braidRequest{c->broadcastAsync(s, r, n, c.type(t, fn), root)};
   });
 }
 

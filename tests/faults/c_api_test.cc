@@ -5,8 +5,11 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -170,6 +173,119 @@ TEST(CApi, UnknownTypeAndOpFromCAreInvalidUsage) {
   auto results = job.finish(40);
   for (int r = 0; r < 2; ++r)
     EXPECT_EQ(results[r].exitCode, kChildOk) << "rank " << r << ": " << results[r].describe();
+}
+
+// braidCommAbort from another thread while a collective runs (the use braid.h documents) must end
+// that call with braidAborted and never free the communicator under it. Each trial: rank 0's
+// worker thread runs one all-reduce, its main thread aborts after a random delay; odd trials
+// keep rank 1 out for 100 ms (rank 0 aborts while spinning or asleep on its doorbell), even
+// trials move 32 MiB (abort mid-transfer). BRAID_FAULTS_TRIALS sets the trials per transport.
+class CApiAbort : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CApiAbort, FromAnotherThreadEndsTheCallWithAborted) {
+  const char* env = std::getenv("BRAID_FAULTS_TRIALS");
+  const int trials = env ? std::max(1, std::atoi(env)) : 6;
+  int aborted = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const bool peerLate = trial % 2 == 1;
+    const int delayUs = int(std::mt19937(unsigned(trial) * 7919u)() % (peerLate ? 60000 : 20000));
+    Job job(2, bootstrap::findFreePort(),
+            {{"BRAID_TRANSPORT", GetParam()}, {"BRAID_TIMEOUT", "20"}});
+    job.startAll([&](int rank, ChildIo& io) {
+      braidComm_t comm = nullptr;
+      if (!ok(io, "braidCommInitFromEnv", braidCommInitFromEnv(&comm))) return kChildCheckFailed;
+      const size_t count = peerLate ? 1024 : (size_t(32) << 20) / sizeof(float);
+      auto in = input(rank, count, 1.0f);
+      std::vector<float> out(count, -1.0f);
+      if (rank == 1) {
+        if (peerLate) ::usleep(100000);
+        braidResult_t got =
+            braidAllReduce(in.data(), out.data(), count, braidFloat32, braidSum, comm);
+        io.say("peer", braidGetErrorString(got));
+        bool good = got == braidSuccess || got == braidAborted || got == braidRemoteError;
+        if (!good) io.say("fail", fmt::format("peer got {}: {}", int(got), braidGetLastError()));
+        if (got == braidSuccess) good = checkSum(io, out, 2, 1.0f, "peer all-reduce");
+        good = ok(io, "braidCommDestroy", braidCommDestroy(comm)) && good;
+        return good ? kChildOk : kChildCheckFailed;
+      }
+      std::atomic<bool> entered{false};
+      braidResult_t got = braidInternalError;
+      std::string message;
+      std::thread caller([&] {
+        entered = true;
+        got = braidAllReduce(in.data(), out.data(), count, braidFloat32, braidSum, comm);
+        message = braidGetLastError();
+      });
+      while (!entered) std::this_thread::yield();
+      ::usleep(useconds_t(200 + delayUs));
+      const double t0 = monoNow();
+      const braidResult_t abortResult = braidCommAbort(comm);
+      caller.join();
+      io.say("returnedAfter", std::to_string(monoNow() - t0));
+      io.say("call", braidGetErrorString(got));
+      bool good = ok(io, "braidCommAbort", abortResult);
+      if (got == braidAborted) {
+        if (message.find("abort") == std::string::npos) {
+          io.say("fail", "the aborted call's message does not say so: " + message);
+          good = false;
+        }
+      } else if (got == braidSuccess) {
+        good = checkSum(io, out, 2, 1.0f, "all-reduce finished before the abort") && good;
+      } else {
+        io.say("fail", fmt::format("call returned {}, want braidAborted: {}", int(got), message));
+        good = false;
+      }
+      return good ? kChildOk : kChildCheckFailed;
+    });
+    auto results = job.finish(60);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(results[r].exitCode, kChildOk)
+          << GetParam() << " trial " << trial << " (delay " << delayUs << " us), rank " << r
+          << ": " << results[r].describe();
+    }
+    if (results[0].get("call") == braidGetErrorString(braidAborted)) ++aborted;
+  }
+  // The delays are chosen so that the abort lands inside the call; most trials must show it.
+  EXPECT_GE(aborted, (trials + 1) / 2) << "trials whose call the abort ended";
+}
+
+INSTANTIATE_TEST_SUITE_P(Procs, CApiAbort, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// braidCommRank/braidCommSize refuse NULL output pointers (and a NULL communicator) with
+// braidInvalidUsage instead of crashing; C dtype/op values of 256 and above are refused whole,
+// not cut to 8 bits (263 would run as float32, 258 as max).
+TEST(CApi, NullPointersAndWideCodesAreInvalidUsage) {
+  Job job(1, bootstrap::findFreePort(), {{"BRAID_TIMEOUT", "20"}});
+  job.startAll([&](int rank, ChildIo& io) {
+    braidComm_t comm = nullptr;
+    if (!ok(io, "braidCommInitFromEnv", braidCommInitFromEnv(&comm))) return kChildCheckFailed;
+    int value = -7;
+    bool good = ok(io, "braidCommRank(NULL)", braidCommRank(comm, nullptr), braidInvalidUsage);
+    good = ok(io, "braidCommSize(NULL)", braidCommSize(comm, nullptr), braidInvalidUsage) && good;
+    good = ok(io, "braidCommRank(NULL comm)", braidCommRank(nullptr, &value), braidInvalidUsage) &&
+           good;
+    good = value == -7 && good;
+    std::vector<float> in(100, 1.0f), out(100, -1.0f);
+    for (int code : {256 + 7, 1 << 20, -1}) {
+      good = ok(io, fmt::format("allreduce type {}", code).c_str(),
+                faultsAllReduceRawCodes(in.data(), out.data(), in.size(), code, braidSum, comm),
+                braidInvalidUsage) &&
+             good;
+      good = good && std::string(braidGetLastError()).find(std::to_string(code)) !=
+                         std::string::npos;
+      good = ok(io, fmt::format("allreduce op {}", code).c_str(),
+                faultsAllReduceRawCodes(in.data(), out.data(), in.size(), braidFloat32,
+                                        code == 263 ? 258 : code, comm),
+                braidInvalidUsage) &&
+             good;
+    }
+    for (float v : out) good = good && v == -1.0f;
+    good = ok(io, "braidCommDestroy", braidCommDestroy(comm)) && good;
+    return good ? kChildOk : kChildCheckFailed;
+  });
+  auto results = job.finish(30);
+  EXPECT_EQ(results[0].exitCode, kChildOk) << results[0].describe();
 }
 
 }  // namespace
