@@ -110,6 +110,7 @@ OpDesc CommState::issue(OpDesc d) {
     }
   }
   // Numbered in the order ops will execute (the caller holds queueMutex).
+  d.collectivesBefore = collSeq;
   if (d.coll == Collective::kSend) {
     d.seq = sendSeq[d.root]++;
   } else if (d.coll == Collective::kRecv) {
@@ -151,6 +152,7 @@ void CommState::execute(const OpDesc& d) {
   args.timeoutSeconds = options.timeoutSeconds;
   args.elemsPerPiece = options.slotBytes / elem;
   args.called = d.coll;
+  args.collectivesBefore = d.collectivesBefore;
   args.header.seq = d.seq;
   args.header.coll = d.coll;
   args.header.dtype = d.dtype;
@@ -215,6 +217,25 @@ void CommState::execute(const OpDesc& d) {
 
   try {
     executor->run(prog ? *prog : p2pProgram, args);
+    if (comm::needsCompletionExchange(d.coll) && size > 1) {
+      // Every rank confirms to every other with this op's header (a one-byte direct exchange),
+      // so no rank reports success for a call another rank disagreed with (op_rules.h).
+      comm::ScheduleSpec fin;
+      fin.nranks = size;
+      fin.shape = Shape::kAllReduce;
+      fin.family = Family::kDirect;
+      fin.count = 1;
+      fin.elemsPerPiece = options.slotBytes;
+      fin.nodeOf = nodeOf;
+      comm::ExecArgs finArgs = args;
+      finArgs.input = &barrierIn;
+      finArgs.output = &barrierOut;
+      finArgs.dtype = DataType::kUint8;
+      finArgs.op = RedOp::kMax;
+      finArgs.elemsPerPiece = options.slotBytes;
+      finArgs.streamOutput = false;
+      executor->run(*program(fin), finArgs);
+    }
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kInvalidUsage) {
       {

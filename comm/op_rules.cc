@@ -24,6 +24,10 @@ bool reduces(Collective coll) {
          coll == Collective::kReduce;
 }
 
+bool needsCompletionExchange(Collective coll) {
+  return coll == Collective::kBroadcast || coll == Collective::kReduce;
+}
+
 bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
   return pa < pb + bBytes && pb < pa + aBytes;

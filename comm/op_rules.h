@@ -13,6 +13,13 @@ namespace braid::comm {
 Shape shapeOf(Collective coll);
 /// Whether `coll` applies a reduction op.
 bool reduces(Collective coll);
+/// Whether a rank may finish `coll` without anything having passed through every other rank:
+/// broadcast's root only sends, reduce's non-roots only forward towards the root. Such calls end
+/// with a completion exchange (every rank confirms to every other, headers checked), so a rank
+/// that disagrees about the call makes it fail on every rank instead of succeeding on some.
+/// The other collectives need none: every rank's output depends on every rank's input, which
+/// reaches it only through ranks that checked the header.
+bool needsCompletionExchange(Collective coll);
 /// Whether the byte ranges [a, a + aBytes) and [b, b + bBytes) intersect.
 bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes);
 /// Elements of the input and output buffers one rank of `size` passes for `count`.

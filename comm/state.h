@@ -35,6 +35,7 @@ struct OpDesc {
   RedOp op = RedOp::kSum;
   int root = -1;     ///< broadcast/reduce root, or the peer of send/recv
   uint64_t seq = 0;  ///< assigned at issue time
+  uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
 };
 
 struct Request::Op {

@@ -27,6 +27,17 @@ OpHeader decodeHeader(const transport::MessageMeta& meta);
 /// "allreduce #3 (1024 x float, sum, ring)" — no rank; callers add who said it.
 std::string describeHeader(const OpHeader& header);
 
+/// A probe: a header-only message (0 bytes) a rank sends to the peers it has waited on for a
+/// while (HostExecutor, slow path), so that two ranks which disagree and only receive (reduce's
+/// root against broadcast's non-root) still meet a header to compare. Marked by the top bit of
+/// word 3 (piece sizes are 32-bit); receivers drop probes, never use them as data.
+constexpr uint64_t kProbeBit = uint64_t(1) << 63;
+inline bool isProbe(const transport::MessageMeta& meta) { return (meta.words[3] & kProbeBit) != 0; }
+inline transport::MessageMeta probeOf(transport::MessageMeta meta) {
+  meta.words[3] |= kProbeBit;
+  return meta;
+}
+
 /// The reason a failing rank sends its peers (transport signalAbort): "<code>|<message>", so a
 /// mismatch found on one rank stays a mismatch on all.
 std::string encodeAbortReason(ErrorCode code, const std::string& message);

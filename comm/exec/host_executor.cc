@@ -79,6 +79,60 @@ void HostExecutor::checkHeader(const transport::MessageMeta& meta, size_t bytes,
   }
 }
 
+const void* HostExecutor::peekData(int peer, int channel, size_t* bytes,
+                                   transport::MessageMeta* meta, const ExecArgs& args) {
+  transport::RecvChannel& ch = ep_.recv(peer, channel);
+  for (;;) {
+    const void* p = ch.tryPeek(bytes, meta);
+    if (p == nullptr || !isProbe(*meta)) return p;
+    if (!dropProbe(peer, channel, *meta, args)) return nullptr;
+  }
+}
+
+bool HostExecutor::dropProbe(int peer, int channel, const transport::MessageMeta& meta,
+                             const ExecArgs& args) {
+  const uint64_t seq = meta.words[0], mine = expectedMeta_.words[0];
+  if (args.header.coll == Collective::kSend) {
+    // Point-to-point numbers are another count: a probe of a collective issued after this op is
+    // left to it (issue order is the same on every rank); an earlier one's is stale.
+    if (seq >= args.collectivesBefore) return false;
+    ep_.recv(peer, channel).release();
+    return true;
+  }
+  if (seq > mine) return false;  // the peer is waiting in a later op; ours to judge then
+  if (seq == mine && (meta.words[1] != expectedMeta_.words[1] ||
+                      meta.words[2] != expectedMeta_.words[2] ||
+                      (meta.words[3] & ~kProbeBit) != expectedMeta_.words[3])) {
+    failWaiting(ErrorCode::kMismatch, cursors_, args,
+                fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
+                            "rank {} waits in {}",
+                            peer, describeHeader(args.header), peer,
+                            describeHeader(decodeHeader(meta))));
+  }
+  ep_.recv(peer, channel).release();  // stale (an op that ended), or this op and agreeing
+  return true;
+}
+
+void HostExecutor::sendProbes(const ExecArgs& args) {
+  probed_ = true;
+  if (args.header.coll == Collective::kSend) return;  // p2p waits are the user's to order
+  const transport::MessageMeta probe = probeOf(expectedMeta_);
+  auto probeOne = [&](int peer, int channel) {
+    transport::SendChannel& ch = ep_.send(peer, channel);
+    if (ch.tryAcquire() != nullptr) ch.post(0, probe);
+  };
+  for (const Cursor& c : cursors_) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    if (s.prim == Prim::kGatherReduce) {
+      for (int q = 0; q < size_; ++q)
+        if (q != rank_) probeOne(q, s.channel);
+    } else if (primReceives(s.prim)) {
+      probeOne(s.recvPeer, s.channel);
+    }
+  }
+}
+
 bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
   const Step& s = c.lane->steps[c.step];
   if (s.count == 0) {
@@ -98,7 +152,7 @@ bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
       if (q == rank_) continue;
       size_t got = 0;
       transport::MessageMeta meta;
-      const void* p = ep_.recv(q, s.channel).tryPeek(&got, &meta);
+      const void* p = peekData(q, s.channel, &got, &meta, args);
       if (p == nullptr) return false;
       checkHeader(meta, got, bytes, q, args);
       gatherSrcs_[q] = p;
@@ -107,7 +161,7 @@ bool HostExecutor::tryPiece(Cursor& c, const ExecArgs& args) {
     in = &ep_.recv(s.recvPeer, s.channel);
     size_t got = 0;
     transport::MessageMeta meta;
-    slot = in->tryPeek(&got, &meta);
+    slot = peekData(s.recvPeer, s.channel, &got, &meta, args);
     if (slot == nullptr) return false;
     checkHeader(meta, got, bytes, s.recvPeer, args);
   }
@@ -218,6 +272,28 @@ void HostExecutor::failWaiting(ErrorCode code, const std::vector<Cursor>& cursor
   fail(code, "rank {}: {}: {}{}", rank_, what(args), why, waiting);
 }
 
+void HostExecutor::checkArrivals(const std::vector<Cursor>& cursors, const ExecArgs& args) {
+  // Point-to-point numbers are per peer and may equal a collective's: only collectives look.
+  if (args.header.coll == Collective::kSend) return;
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    for (int ch = 0; ch < ep_.channels(); ++ch) {
+      size_t bytes = 0;
+      transport::MessageMeta meta;
+      if (peekData(q, ch, &bytes, &meta, args) == nullptr) continue;
+      // Another number is another op (a peer already on the next one, a send); not ours to judge.
+      if (meta.words[0] != expectedMeta_.words[0]) continue;
+      if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) == 0) continue;
+      const OpHeader got = decodeHeader(meta);
+      if (got.coll == Collective::kSend) continue;
+      failWaiting(ErrorCode::kMismatch, cursors, args,
+                  fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
+                              "rank {} called {}",
+                              q, describeHeader(args.header), q, describeHeader(got)));
+    }
+  }
+}
+
 void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args,
                                   bool checkPeers) {
   if (aborted_.load(std::memory_order_relaxed)) {
@@ -229,6 +305,7 @@ void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const Exec
     failWaiting(code, cursors, args,
                 fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
   }
+  checkArrivals(cursors, args);
   if (!checkPeers) return;
   for (const Cursor& c : cursors) {
     if (c.step >= c.lane->steps.size()) continue;
@@ -254,6 +331,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
   elemSize_ = dataTypeSize(args.dtype);
   expectedMeta_ = encodeHeader(args.header);
   cursors_.clear();
+  probed_ = false;
   for (const Lane& lane : program.lanes) {
     if (!lane.steps.empty()) cursors_.push_back(Cursor{&lane, 0, 0});
   }
@@ -293,6 +371,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
     }
     const bool checkPeers = now - lastPeerCheck >= kPeerCheckEvery;
     if (checkPeers) lastPeerCheck = now;
+    if (!probed_) sendProbes(args);
     slowPathChecks(cursors_, args, checkPeers);
     const auto timeout = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(args.timeoutSeconds));

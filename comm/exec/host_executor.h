@@ -24,6 +24,8 @@ struct ExecArgs {
   double timeoutSeconds = 60;  ///< no progress for this long -> kTimeout
   bool streamOutput = false;   ///< write the output with streaming stores (large buffers)
   Collective called = Collective::kAllReduce;  ///< what the user called (recv's header says send)
+  /// Point-to-point runs: collectives issued before this op (probes numbered below are stale).
+  uint64_t collectivesBefore = 0;
 };
 
 class HostExecutor {
@@ -44,8 +46,23 @@ class HostExecutor {
     size_t piece = 0;
   };
   bool tryPiece(Cursor& cursor, const ExecArgs& args);
+  /// The oldest data message from peer on channel (as tryPeek), dropping probes before it: a
+  /// stale one, or this op's when it agrees. Null when none, or when a later op's probe is first.
+  const void* peekData(int peer, int channel, size_t* bytes, transport::MessageMeta* meta,
+                       const ExecArgs& args);
+  /// Handles the probe `meta` at the head of (peer, channel): releases it and returns true, or
+  /// returns false leaving it (a later op's, or this run is point-to-point); a probe of this op
+  /// that describes another call fails with kMismatch.
+  bool dropProbe(int peer, int channel, const transport::MessageMeta& meta, const ExecArgs& args);
+  /// Sends one probe to every peer an unfinished lane waits to receive from (slow path, once a
+  /// run; only when a slot is free).
+  void sendProbes(const ExecArgs& args);
   void checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes, int peer,
                    const ExecArgs& args);
+  /// Fails with kMismatch when a peer's message numbered like this op describes another call
+  /// (a rank that disagrees may never send what this rank waits for: two broadcast "roots" only
+  /// send). Looks at the head of every channel without consuming anything.
+  void checkArrivals(const std::vector<Cursor>& cursors, const ExecArgs& args);
   void slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args, bool checkPeers);
   [[noreturn]] void failWaiting(ErrorCode code, const std::vector<Cursor>& cursors,
                                 const ExecArgs& args, const std::string& why);
@@ -62,6 +79,7 @@ class HostExecutor {
                                          // message of this run
   bool oversubscribed_ = false;
   int spinRounds_ = 0;
+  bool probed_ = false;  // this run sent its probes
   std::vector<Cursor> cursors_;
   std::vector<const void*> gatherSrcs_;
   std::vector<char> scratch_;  // one piece, for results that are streamed to the output
