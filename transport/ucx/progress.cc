@@ -338,7 +338,10 @@ void UcxTransport::progressLoop() {
   Clock::time_point lastActivity = Clock::now();
   while (true) {
     bool did = false;
-    if (userWaiting_.load(std::memory_order_relaxed) != 0) {
+    // Read before this round's work: the round after the user asked us to stop still issues
+    // everything the user did before that (its last posts, its abort record for the peers).
+    const bool last = stopping_.load(std::memory_order_acquire);
+    if (!last && userWaiting_.load(std::memory_order_relaxed) != 0) {
       std::this_thread::yield();  // a user is about to send or release: let it have the worker
       continue;
     }
@@ -349,7 +352,7 @@ void UcxTransport::progressLoop() {
     }
     // The user stored its last posts before it destroyed us: they are issued above; the
     // endpoints' flush in cleanup() delivers them.
-    if (stopping_.load(std::memory_order_acquire)) break;
+    if (last) break;
     auto now = Clock::now();
     if (did) {
       lastActivity = now;
