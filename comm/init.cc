@@ -279,6 +279,7 @@ Communicator Communicator::fromEnvironment(const Options& options) {
   co.worldSize = static_cast<int>(*size);
   co.secret = secret;
   co.timeoutSeconds = resolved.timeoutSeconds;
+  co.rank = static_cast<int>(*rank);
   auto store =
       std::make_shared<bootstrap::TcpStore>(address, co, Deadline::after(resolved.timeoutSeconds));
   const std::string local = store->localAddress();
@@ -321,6 +322,7 @@ Communicator Communicator::fromUniqueId(const UniqueId& id, int rank, int size,
   co.worldSize = size;
   co.secret = secret;
   co.timeoutSeconds = resolved.timeoutSeconds;
+  co.rank = rank;
   auto store =
       std::make_shared<bootstrap::TcpStore>(address, co, Deadline::after(resolved.timeoutSeconds));
   auto state = makeState(store, rank, size, options);

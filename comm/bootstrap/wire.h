@@ -32,6 +32,7 @@ enum class HandshakeStatus : uint32_t {
   kBadVersion = 1,
   kBadWorldSize = 2,
   kBadSecret = 3,
+  kBusy = 4,  ///< the store serves as many clients as it allows; retry
 };
 enum class ReplyStatus : uint8_t { kOk = 0, kTimeout = 1, kError = 2 };
 
