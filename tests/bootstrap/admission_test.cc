@@ -1,5 +1,6 @@
-// Tests that the store admits the job's ranks whatever happens to their connections before the
-// handshake (resets, closes), and that configuration errors fail at once.
+// Tests that the store admits the job's ranks whatever strangers do to its port (a flood of idle
+// connections, resets before the handshake), that warnings about strangers stay few, and that
+// configuration errors fail at once.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
@@ -59,6 +60,51 @@ bool waitUntil(const std::function<bool()>& done, double seconds) {
   return true;
 }
 
+// Resident memory of this process (the server runs in it), in KiB.
+long rssKiB() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long pages = 0, resident = 0;
+  int got = std::fscanf(f, "%ld %ld", &pages, &resident);
+  std::fclose(f);
+  return got == 2 ? resident * (::sysconf(_SC_PAGESIZE) / 1024) : 0;
+}
+
+// Raises the soft descriptor limit to `need`; false when the hard limit is lower.
+bool raiseFdLimit(rlim_t need) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  if (limit.rlim_cur >= need) return true;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < need) return false;
+  limit.rlim_cur = need;
+  return ::setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+// Opens a connection to 127.0.0.1:port that sends `bytes` and then idles, as an attacker's
+// would. -1 when connect() fails (the server may reset it at once). Closing it sends a reset,
+// so the test leaves no TIME_WAIT behind.
+int strangerConnect(int port, const std::string& bytes) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  linger hard{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  timeval tv{2, 0};  // bounds connect() too
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  if (!bytes.empty()) {
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;  // a reset connection is still a connection the server had to handle
+  }
+  return fd;
+}
+
 // A listener on 127.0.0.1 that resets every connection it accepts until destroyed.
 class ResettingListener {
  public:
@@ -100,6 +146,171 @@ class ResettingListener {
   std::atomic<int> accepted_{0};
   std::thread thread_;
 };
+
+void closeAll(std::vector<int>& fds) {
+  for (int fd : fds) ::close(fd);
+  fds.clear();
+}
+
+int countLines(const std::string& text, const std::string& needle) {
+  int count = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (text.substr(start, end - start).find(needle) != std::string::npos) ++count;
+    start = end + 1;
+  }
+  return count;
+}
+
+// Four rank threads, each with its own client: join, publish, count in, read everyone's value.
+// Returns each rank's error ("" when fine) and the slowest rank's time to be admitted.
+std::vector<std::string> rendezvous(int port, double seconds, double* slowestAdmission) {
+  constexpr int kRanks = 4;
+  std::vector<std::string> errors(kRanks);
+  std::vector<double> admitted(kRanks, 0);
+  std::vector<std::thread> threads;
+  auto start = Clock::now();
+  for (int rank = 0; rank < kRanks; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        Deadline deadline = Deadline::after(seconds);
+        TcpStore store(StoreAddress{"127.0.0.1", port}, clientOptions(kRanks, kSecret, rank),
+                       deadline);
+        admitted[rank] = secondsSince(start);
+        store.set("rank/" + std::to_string(rank), std::to_string(rank * 7));
+        store.add("joined", 1, deadline);
+        std::vector<std::string> keys;
+        for (int r = 0; r < kRanks; ++r) keys.push_back("rank/" + std::to_string(r));
+        store.wait(keys, deadline);
+        for (int r = 0; r < kRanks; ++r) {
+          if (store.get(keys[r], deadline) != std::to_string(r * 7)) errors[rank] = "bad value";
+        }
+      } catch (const std::exception& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  *slowestAdmission = *std::max_element(admitted.begin(), admitted.end());
+  return errors;
+}
+
+// --- A flood of idle connections -------------------------------------------------------------
+
+// 5,000 strangers each send one byte and idle, more than the old table of 4,096 connections, and
+// more keep coming while the ranks join. Every rank must still get in within seconds, and the
+// strangers must cost the server little memory.
+TEST(StoreFloodTest, RanksGetInPastAFloodOfIdleConnections) {
+  constexpr int kFlood = 5000;
+  constexpr int kSpare = 1000;  // the ranks, the server and the flood that goes on
+  if (!raiseFdLimit(kFlood + kSpare + 256)) {
+    BRAID_SKIP_NO_DEVICE("RLIMIT_NOFILE cannot be raised to " +
+                         std::to_string(kFlood + kSpare + 256) + " descriptors for the flood");
+  }
+  StoreServer server(serverOptions());
+  const long rssBefore = rssKiB();
+  std::vector<int> flood;
+  flood.reserve(kFlood + kSpare);
+  auto floodStart = Clock::now();
+  int refused = 0;
+  for (int i = 0; i < kFlood; ++i) {
+    int fd = strangerConnect(server.port(), "B");
+    if (fd < 0) {
+      ++refused;
+      continue;
+    }
+    flood.push_back(fd);
+  }
+  const double floodSeconds = secondsSince(floodStart);
+  const long rssFlooded = rssKiB();
+  // The flood goes on while the ranks join: new strangers keep replacing old ones.
+  std::atomic<bool> stopFlood{false};
+  std::atomic<int> more{0};
+  std::thread flooder([&] {
+    std::vector<int> mine;
+    while (!stopFlood.load()) {
+      int fd = strangerConnect(server.port(), "B");
+      if (fd >= 0) mine.push_back(fd);
+      if (mine.size() >= kSpare / 2) closeAll(mine);
+      more.fetch_add(1);
+    }
+    closeAll(mine);
+  });
+  waitUntil([&] { return more.load() >= 200; }, 5);  // the ranks join into a running flood
+  double slowest = 0;
+  auto joinStart = Clock::now();
+  std::vector<std::string> errors = rendezvous(server.port(), 8, &slowest);
+  const double joinSeconds = secondsSince(joinStart);
+  stopFlood.store(true);
+  flooder.join();
+  const long rssAfter = rssKiB();
+  const long growthKiB = std::max(rssFlooded, rssAfter) - rssBefore;
+  std::printf(
+      "flood: %zu idle connections opened in %.2f s (%d refused), %d more during the join; "
+      "ranks admitted within %.3f s, rendezvous done in %.3f s; RSS %ld -> %ld -> %ld KiB "
+      "(growth %ld KiB); %zu connections dropped\n",
+      flood.size(), floodSeconds, refused, more.load(), slowest, joinSeconds, rssBefore, rssFlooded,
+      rssAfter, growthKiB, server.droppedConnections());
+  for (size_t rank = 0; rank < errors.size(); ++rank) {
+    EXPECT_EQ(errors[rank], "") << "rank " << rank;
+  }
+  EXPECT_LT(slowest, 3.0);
+  EXPECT_LT(joinSeconds, 5.0);
+  EXPECT_LT(growthKiB, 32 << 10) << "the flood cost the server " << growthKiB << " KiB";
+  closeAll(flood);
+}
+
+// --- Warnings about strangers are rate-limited -------------------------------------------------
+
+// Every dropped connection is accounted for, but in a few lines a second plus a summary line.
+TEST(StoreFloodTest, DropWarningsAreRateLimited) {
+  constexpr int kStrangers = 1500;
+  if (!raiseFdLimit(kStrangers + 256)) {
+    BRAID_SKIP_NO_DEVICE("RLIMIT_NOFILE cannot be raised to " + std::to_string(kStrangers + 256));
+  }
+  StoreServer::Options options = serverOptions();
+  options.handshakeTimeoutSeconds = 0.2;
+  StoreServer server(options);
+  testing::internal::CaptureStderr();
+  auto start = Clock::now();
+  std::vector<int> fds;
+  for (int i = 0; i < kStrangers; ++i) {
+    int fd = strangerConnect(server.port(), "B");
+    if (fd >= 0) fds.push_back(fd);
+  }
+  bool allDropped = waitUntil([&] { return server.droppedConnections() >= fds.size(); }, 8);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // the last summary line is due
+  const double seconds = secondsSince(start);
+  std::string log = testing::internal::GetCapturedStderr();
+  closeAll(fds);
+  const size_t dropped = server.droppedConnections();
+  EXPECT_TRUE(allDropped) << server.droppedConnections() << " of " << kStrangers;
+  const int lines = countLines(log, "braid WARN");
+  std::printf("%zu connections dropped in %.2f s, %d warning lines\n", dropped, seconds, lines);
+  // A few lines per second of flood, plus one summary per second.
+  EXPECT_LE(lines, 6 * (static_cast<int>(seconds) + 2)) << log.substr(0, 4000);
+  // Every drop is either its own line or counted in a summary.
+  size_t summarized = 0;
+  int individual = 0;
+  std::regex summary(R"((\d+) more connections dropped in the last)");
+  size_t begin = 0;
+  while (begin < log.size()) {
+    size_t end = log.find('\n', begin);
+    if (end == std::string::npos) end = log.size();
+    std::string line = log.substr(begin, end - begin);
+    std::smatch m;
+    if (std::regex_search(line, m, summary)) {
+      summarized += std::stoul(m[1]);
+    } else if (line.find("dropped connection from") != std::string::npos) {
+      ++individual;
+    }
+    begin = end + 1;
+  }
+  EXPECT_GT(summarized, 0u) << log.substr(0, 4000);
+  EXPECT_EQ(summarized + individual, dropped) << log.substr(0, 4000);
+}
 
 // --- Joining ranks retry what a busy or flooded store does to them ----------------------------
 
@@ -214,6 +425,33 @@ TEST(StoreRetryTest, WrongSecretOrWorldSizeFailsAtOnceWithoutRetrying) {
   EXPECT_LT(secondsSince(start), 1.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a retry would show by now
   EXPECT_EQ(server.droppedConnections(), 2u) << "a rejected client retried";
+}
+
+// A store that already serves as many clients as it allows tells a newcomer to retry; it gets in
+// once a place is free.
+TEST(StoreRetryTest, BusyStoreIsRetried) {
+  StoreServer::Options options = serverOptions();
+  options.maxConnections = 1;
+  StoreServer server(options);
+  auto first = std::make_unique<TcpStore>(StoreAddress{"127.0.0.1", server.port()},
+                                          clientOptions(4, kSecret, 0), Deadline::after(5));
+  first->set("k", "v");
+  std::string error = "still running", value;
+  std::thread second([&] {
+    try {
+      TcpStore store(StoreAddress{"127.0.0.1", server.port()}, clientOptions(4, kSecret, 1),
+                     Deadline::after(5));
+      value = store.get("k", Deadline::after(5));
+      error.clear();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  EXPECT_TRUE(waitUntil([&] { return server.droppedConnections() >= 1; }, 3));  // turned away
+  first.reset();
+  second.join();
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(value, "v");
 }
 
 }  // namespace
