@@ -130,9 +130,13 @@ StoreServer::StoreServer(const Options& options) : impl_(std::make_unique<Impl>(
       ::listen(s.listenFd, SOMAXCONN) != 0) {
     int err = errno;
     ::close(s.listenFd);
-    failErrno(
-        fmt::format("bootstrap store: cannot listen on {}:{}", options.bindAddress, options.port),
-        err);
+    failErrno(fmt::format(
+                  "bootstrap store: cannot listen on {}:{}{}", options.bindAddress, options.port,
+                  err == EADDRNOTAVAIL ? " (not an address of this host; the store listens on the "
+                                         "address ranks are told to use, MASTER_ADDR, unless "
+                                         "BRAID_STORE_BIND says otherwise, e.g. 0.0.0.0)"
+                                       : ""),
+              err);
   }
   socklen_t len = sizeof addr;
   ::getsockname(s.listenFd, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -25,11 +25,13 @@ namespace braid::bootstrap {
 class StoreServer {
  public:
   struct Options {
-    int port = 0;                         ///< 0 = an ephemeral port (see port())
-    std::string bindAddress = "0.0.0.0";  ///< IPv4 address to listen on
-    int worldSize = 0;                    ///< ranks in the job; 0 = taken from the first client
-    std::string secret;                   ///< "" = jobSecret() (BRAID_SECRET)
-    double handshakeTimeoutSeconds = 3;   ///< a new connection must complete its handshake by then
+    int port = 0;  ///< 0 = an ephemeral port (see port())
+    /// IPv4 address to listen on: the one ranks are told to use (storeBindAddress()), so the
+    /// store is not reachable on the host's other interfaces; "0.0.0.0" = every interface.
+    std::string bindAddress = "127.0.0.1";
+    int worldSize = 0;                   ///< ranks in the job; 0 = taken from the first client
+    std::string secret;                  ///< "" = jobSecret() (BRAID_SECRET)
+    double handshakeTimeoutSeconds = 3;  ///< a new connection must complete its handshake by then
     /// Connections that completed the handshake; 0 = worldSize + 16 (1024 while the world size
     /// is unknown). A client over it is told the store is busy and retries.
     int maxConnections = 0;

@@ -1,6 +1,6 @@
 // Tests that the store admits the job's ranks whatever strangers do to its port (a flood of idle
-// connections, resets before the handshake), that warnings about strangers stay few, and that
-// configuration errors fail at once.
+// connections, resets before the handshake), that warnings about strangers stay few, that
+// configuration errors fail at once, and that the store listens only where ranks are told to look.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
@@ -104,6 +104,61 @@ int strangerConnect(int port, const std::string& bytes) {
   }
   return fd;
 }
+
+// True when a plain TCP connect to ip:port succeeds within 2 s.
+bool reachable(const std::string& ip, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// An IPv4 address of an up, non-loopback interface of this machine; "" when there is none.
+std::string nonLoopbackAddress() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* it = list; it != nullptr && found.empty(); it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
+    if ((it->ifa_flags & IFF_UP) == 0 || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text,
+                sizeof text);
+    found = text;
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 // A listener on 127.0.0.1 that resets every connection it accepts until destroyed.
 class ResettingListener {
@@ -452,6 +507,67 @@ TEST(StoreRetryTest, BusyStoreIsRetried) {
   second.join();
   EXPECT_EQ(error, "");
   EXPECT_EQ(value, "v");
+}
+
+// --- Where the store listens -------------------------------------------------------------------
+
+// The store listens on the address ranks are told to use, not on every interface.
+TEST(StoreBindTest, ListensOnlyWhereRanksAreToldToLook) {
+  const std::string other = nonLoopbackAddress();
+  if (other.empty()) BRAID_SKIP_NO_DEVICE("this machine has no non-loopback IPv4 address");
+  ScopedEnv unset("BRAID_STORE_BIND", nullptr);
+  {
+    StoreServer::Options options = serverOptions();
+    options.bindAddress = storeBindAddress("127.0.0.1");
+    EXPECT_EQ(options.bindAddress, "127.0.0.1");
+    StoreServer server(options);
+    EXPECT_FALSE(reachable(other, server.port())) << "reachable on " << other;
+    TcpStore rank(StoreAddress{"127.0.0.1", server.port()}, clientOptions(), Deadline::after(5));
+    rank.set("k", "v");
+  }
+  {
+    StoreServer::Options options = serverOptions();
+    options.bindAddress = storeBindAddress(other);
+    StoreServer server(options);
+    EXPECT_FALSE(reachable("127.0.0.1", server.port())) << "reachable on 127.0.0.1";
+    TcpStore rank(StoreAddress{other, server.port()}, clientOptions(), Deadline::after(5));
+    rank.set("k", "v");
+  }
+  // The escape hatch: every interface.
+  ScopedEnv all("BRAID_STORE_BIND", "0.0.0.0");
+  StoreServer::Options options = serverOptions();
+  options.bindAddress = storeBindAddress("127.0.0.1");
+  EXPECT_EQ(options.bindAddress, "0.0.0.0");
+  StoreServer server(options);
+  EXPECT_TRUE(reachable(other, server.port()));
+  EXPECT_TRUE(reachable("127.0.0.1", server.port()));
+}
+
+// MASTER_ADDR may be a name: the store listens where the name resolves, and ranks reach it by the
+// name. A name that is no address of this host fails with a message that says what to do.
+TEST(StoreBindTest, HostNamesResolvingToThisHostWork) {
+  ScopedEnv unset("BRAID_STORE_BIND", nullptr);
+  char name[256] = "";
+  ASSERT_EQ(::gethostname(name, sizeof name), 0);
+  for (const std::string& host : {std::string("localhost"), std::string(name)}) {
+    StoreServer::Options options = serverOptions();
+    options.bindAddress = storeBindAddress(host);
+    EXPECT_EQ(options.bindAddress, resolveIPv4(host)) << host;
+    StoreServer server(options);
+    TcpStore rank(StoreAddress{host, server.port()}, clientOptions(), Deadline::after(5));
+    rank.set("k", host);
+    EXPECT_EQ(rank.get("k", Deadline::after(5)), host);
+  }
+  StoreServer::Options options = serverOptions();
+  options.bindAddress = "192.0.2.123";  // TEST-NET-1, not an address of this host
+  if (options.bindAddress == nonLoopbackAddress()) return;
+  try {
+    StoreServer server(options);
+    ADD_FAILURE() << "listened on an address this host does not have";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("192.0.2.123"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("BRAID_STORE_BIND"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
