@@ -233,6 +233,33 @@ std::string thisHostAddress() {
   return found;
 }
 
+// Rank 0's store for a torchrun-style launch, listening on MASTER_ADDR's address (as this host
+// resolves it; BRAID_STORE_BIND overrides) rather than on every interface.
+std::unique_ptr<bootstrap::StoreServer> hostStore(const bootstrap::StoreAddress& address, int size,
+                                                  const std::string& secret) {
+  bootstrap::StoreServer::Options so;
+  so.port = address.port;
+  so.worldSize = size;
+  so.secret = secret;
+  try {
+    so.bindAddress = bootstrap::storeBindAddress(address.host);
+    // A name such as Debian's hostname entry may resolve to loopback here while other hosts
+    // resolve it to the real address: their ranks could never reach the store.
+    const auto local = envInt("LOCAL_WORLD_SIZE");
+    if (so.bindAddress.rfind("127.", 0) == 0 && local && *local < size) {
+      BRAID_WARN(
+          "rank 0: MASTER_ADDR={} is {} on this host, a loopback address, but the job has ranks "
+          "on other hosts, which cannot reach the bootstrap store there; set MASTER_ADDR to an "
+          "address they can reach (or BRAID_STORE_BIND=0.0.0.0)",
+          address.host, so.bindAddress);
+    }
+    return std::make_unique<bootstrap::StoreServer>(so);
+  } catch (const Error& e) {
+    fail(e.code(), "rank 0: cannot host the bootstrap store at MASTER_ADDR:MASTER_PORT={}: {}",
+         address.toString(), e.what());
+  }
+}
+
 }  // namespace
 
 Communicator CommFactory::fromStore(std::shared_ptr<bootstrap::Store> store, int rank, int size,
@@ -268,17 +295,12 @@ Communicator Communicator::fromEnvironment(const Options& options) {
   const ResolvedOptions resolved = resolveOptions(options);
   const std::string secret = bootstrap::jobSecret();
   std::unique_ptr<bootstrap::StoreServer> server;
-  if (*rank == 0) {
-    bootstrap::StoreServer::Options so;
-    so.port = address.port;
-    so.worldSize = static_cast<int>(*size);
-    so.secret = secret;
-    server = std::make_unique<bootstrap::StoreServer>(so);
-  }
+  if (*rank == 0) server = hostStore(address, static_cast<int>(*size), secret);
   bootstrap::TcpStore::Options co;
   co.worldSize = static_cast<int>(*size);
   co.secret = secret;
   co.timeoutSeconds = resolved.timeoutSeconds;
+  co.rank = static_cast<int>(*rank);
   auto store =
       std::make_shared<bootstrap::TcpStore>(address, co, Deadline::after(resolved.timeoutSeconds));
   const std::string local = store->localAddress();
@@ -289,11 +311,12 @@ Communicator Communicator::fromEnvironment(const Options& options) {
 }
 
 UniqueId Communicator::uniqueId() {
+  const std::string host = thisHostAddress();
   bootstrap::StoreServer::Options so;
   so.secret = bootstrap::randomSecret(16);
+  so.bindAddress = bootstrap::storeBindAddress(host);  // where the id sends the ranks
   auto server = std::make_unique<bootstrap::StoreServer>(so);
   const int port = server->port();
-  const std::string host = thisHostAddress();
   UniqueId id;
   std::memcpy(id.bytes.data(), kIdMagic, 4);
   std::snprintf(id.bytes.data() + 4, 20, "%s", host.c_str());
@@ -321,6 +344,7 @@ Communicator Communicator::fromUniqueId(const UniqueId& id, int rank, int size,
   co.worldSize = size;
   co.secret = secret;
   co.timeoutSeconds = resolved.timeoutSeconds;
+  co.rank = rank;
   auto store =
       std::make_shared<bootstrap::TcpStore>(address, co, Deadline::after(resolved.timeoutSeconds));
   auto state = makeState(store, rank, size, options);

@@ -69,6 +69,11 @@ std::string resolveIPv4(const std::string& host) {
   return text;
 }
 
+std::string storeBindAddress(const std::string& host) {
+  if (auto forced = envString("BRAID_STORE_BIND")) return resolveIPv4(*forced);
+  return resolveIPv4(host);
+}
+
 int findFreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) failErrno("socket() while looking for a free port", errno);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -15,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "comm/bootstrap/drop_log.h"
+#include "comm/bootstrap/lobby.h"
 #include "comm/bootstrap/net.h"
 #include "comm/bootstrap/secret.h"
 #include "comm/bootstrap/wire.h"
@@ -25,18 +28,21 @@ namespace braid::bootstrap {
 namespace {
 
 constexpr size_t kReadChunk = 64 << 10;
+// Ranks' connections allowed beyond the world size (a rank retrying while its old connection is
+// still being torn down), and the bound while the world size is unknown.
+constexpr int kRankMargin = 16;
+constexpr int kUnknownWorldCap = 1024;
+// Connections accepted per loop turn, so a flood cannot starve the ranks already connected.
+constexpr int kAcceptsPerTurn = 256;
 
-// One accepted connection and where it is in the protocol.
+// One connection that completed the handshake (a rank, or a tool holding the job secret).
 struct Connection {
   int fd = -1;
-  std::string peer;    // "a.b.c.d:port" for log lines
-  bool ready = false;  // handshake done
-  Clock::time_point handshakeBy;
-  std::string in;   // received, not yet parsed
-  std::string out;  // to send
+  std::string peer;  // "a.b.c.d:port" for log lines
+  std::string in;    // received, not yet parsed
+  std::string out;   // to send
   size_t outSent = 0;
-  bool closing = false;  // close once `out` is flushed (a rejected handshake's reply)
-  bool dead = false;     // to be removed
+  bool dead = false;  // closed; to be removed
   // A get/wait waiting for keys; while set, further input is left unparsed.
   std::optional<wire::Request> pending;
   Clock::time_point pendingUntil;
@@ -58,6 +64,10 @@ std::string replyFrame(wire::ReplyStatus status, int64_t number, const std::stri
 
 Clock::time_point afterMillis(uint32_t ms) { return Clock::now() + std::chrono::milliseconds(ms); }
 
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 }  // namespace
 
 struct StoreServer::Impl {
@@ -68,25 +78,29 @@ struct StoreServer::Impl {
   int worldSize = 0;  // only touched by the serving thread after start
   std::string secret;
   std::atomic<bool> stop{false};
-  std::atomic<size_t> dropped{0};
   std::atomic<size_t> active{0};
+  std::unique_ptr<DropLog> dropLog;
+  std::unique_ptr<Lobby> lobby;
   std::list<Connection> conns;
   Clock::time_point acceptPausedUntil;  // after accept() fails (e.g. out of fds), retry later
+  Clock::time_point acceptWarnedAt;     // accept() failures are logged at most every 5 s
+  size_t acceptFailures = 0;
   std::unordered_map<std::string, std::string> values;
   std::thread thread;
 
   void run();
   void serveOnce();
-  void acceptAll();
+  void acceptSome();
+  void welcome(Hello hello);
   void readFrom(Connection& c);
   void flush(Connection& c);
   void drop(Connection& c, const std::string& reason);
-  void handshake(Connection& c);
   void processFrames(Connection& c);
   void execute(Connection& c, wire::Request request);
   bool tryComplete(Connection& c, const wire::Request& request, bool timedOut);
   void resolvePending();
   void send(Connection& c, std::string bytes);
+  size_t connectionCap() const;
   std::string tag() const { return "bootstrap store on port " + std::to_string(port); }
 };
 
@@ -100,18 +114,29 @@ StoreServer::StoreServer(const Options& options) : impl_(std::make_unique<Impl>(
   BRAID_ENFORCE(s.secret.size() <= wire::kMaxSecretBytes, ErrorCode::kInvalidUsage,
                 "bootstrap store: the job secret is {} bytes, more than the limit of {}",
                 s.secret.size(), wire::kMaxSecretBytes);
+  BRAID_ENFORCE(options.handshakeTimeoutSeconds > 0 && options.maxPreAuthConnections > 0 &&
+                    options.maxPreAuthPerAddress > 0 && options.maxConnections >= 0,
+                ErrorCode::kInvalidUsage,
+                "bootstrap store: handshake timeout {} s and connection limits {}, {}, {} must be "
+                "positive",
+                options.handshakeTimeoutSeconds, options.maxPreAuthConnections,
+                options.maxPreAuthPerAddress, options.maxConnections);
   sockaddr_in addr = net::ipv4Sockaddr(options.bindAddress, options.port);
   s.listenFd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (s.listenFd < 0) failErrno("bootstrap store: socket()", errno);
   int one = 1;
   ::setsockopt(s.listenFd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(s.listenFd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(s.listenFd, 1024) != 0) {
+      ::listen(s.listenFd, SOMAXCONN) != 0) {
     int err = errno;
     ::close(s.listenFd);
-    failErrno(
-        fmt::format("bootstrap store: cannot listen on {}:{}", options.bindAddress, options.port),
-        err);
+    failErrno(fmt::format(
+                  "bootstrap store: cannot listen on {}:{}{}", options.bindAddress, options.port,
+                  err == EADDRNOTAVAIL ? " (not an address of this host; the store listens on the "
+                                         "address ranks are told to use, MASTER_ADDR, unless "
+                                         "BRAID_STORE_BIND says otherwise, e.g. 0.0.0.0)"
+                                       : ""),
+              err);
   }
   socklen_t len = sizeof addr;
   ::getsockname(s.listenFd, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -122,6 +147,12 @@ StoreServer::StoreServer(const Options& options) : impl_(std::make_unique<Impl>(
     ::close(s.listenFd);
     failErrno("bootstrap store: eventfd()", err);
   }
+  s.dropLog = std::make_unique<DropLog>(s.tag());
+  Lobby::Limits limits;
+  limits.maxTotal = static_cast<size_t>(options.maxPreAuthConnections);
+  limits.maxPerAddress = static_cast<size_t>(options.maxPreAuthPerAddress);
+  limits.handshakeTime = seconds(options.handshakeTimeoutSeconds);
+  s.lobby = std::make_unique<Lobby>(limits, *s.dropLog);
   s.thread = std::thread([&s] { s.run(); });
   BRAID_INFO("{}: listening on {}:{}", s.tag(), options.bindAddress, s.port);
 }
@@ -133,13 +164,16 @@ StoreServer::~StoreServer() {
   ssize_t ignored = ::write(s.wakeFd, &one, sizeof one);
   (void)ignored;
   if (s.thread.joinable()) s.thread.join();
-  for (auto& c : s.conns) ::close(c.fd);
+  for (auto& c : s.conns) {
+    if (!c.dead) ::close(c.fd);
+  }
+  s.lobby.reset();  // closes the connections still in their handshake
   ::close(s.listenFd);
   ::close(s.wakeFd);
 }
 
 int StoreServer::port() const { return impl_->port; }
-size_t StoreServer::droppedConnections() const { return impl_->dropped.load(); }
+size_t StoreServer::droppedConnections() const { return impl_->dropLog->total(); }
 size_t StoreServer::activeConnections() const { return impl_->active.load(); }
 
 void StoreServer::Impl::run() {
@@ -154,48 +188,49 @@ void StoreServer::Impl::run() {
 }
 
 void StoreServer::Impl::serveOnce() {
+  auto now = Clock::now();
+  // The earliest handshake, pending-request or log deadline bounds the poll.
+  Clock::time_point wakeAt =
+      std::min({now + std::chrono::seconds(1), lobby->expire(now), dropLog->flush(now)});
   std::vector<pollfd> fds;
   std::vector<Connection*> order;
   fds.push_back({wakeFd, POLLIN, 0});
-  bool acceptMore = Clock::now() >= acceptPausedUntil;
+  bool acceptMore = now >= acceptPausedUntil;
   fds.push_back({listenFd, static_cast<short>(acceptMore ? POLLIN : 0), 0});
-  // The earliest handshake or pending-request deadline bounds the poll.
-  Clock::time_point wakeAt = Clock::now() + std::chrono::seconds(1);
-  if (!acceptMore && acceptPausedUntil < wakeAt) wakeAt = acceptPausedUntil;
+  if (!acceptMore) wakeAt = std::min(wakeAt, acceptPausedUntil);
+  lobby->pollFds(fds);
+  const size_t firstConn = fds.size();
   for (auto& c : conns) {
     short events = POLLIN;
     if (c.outSent < c.out.size()) events |= POLLOUT;
     fds.push_back({c.fd, events, 0});
     order.push_back(&c);
-    if (!c.ready && c.handshakeBy < wakeAt) wakeAt = c.handshakeBy;
-    if (c.pending && c.pendingUntil < wakeAt) wakeAt = c.pendingUntil;
+    if (c.pending) wakeAt = std::min(wakeAt, c.pendingUntil);
   }
-  int timeoutMs = Deadline::at(wakeAt).millisLeft();
-  int rc = ::poll(fds.data(), fds.size(), timeoutMs);
+  int rc = ::poll(fds.data(), fds.size(), Deadline::at(wakeAt).millisLeft());
   if (rc < 0 && errno != EINTR) failErrno("poll()", errno);
   if (stop.load()) return;
-  if (rc > 0) {
-    if (fds[0].revents & POLLIN) {
-      uint64_t value;
-      ssize_t ignored = ::read(wakeFd, &value, sizeof value);
-      (void)ignored;
-    }
-    if (fds[1].revents & POLLIN) acceptAll();
-    for (size_t i = 0; i < order.size(); ++i) {
-      Connection& c = *order[i];
-      short revents = fds[i + 2].revents;
-      if (c.dead) continue;
-      if (revents & POLLOUT) flush(c);
-      if (!c.dead && (revents & (POLLIN | POLLHUP | POLLERR))) readFrom(c);
-    }
+  if (rc < 0) rc = 0;
+  std::vector<Hello> hellos;
+  if (rc > 0 && (fds[0].revents & POLLIN)) {
+    uint64_t value;
+    ssize_t ignored = ::read(wakeFd, &value, sizeof value);
+    (void)ignored;
   }
-  auto now = Clock::now();
-  for (auto& c : conns) {
+  // No pollfd entry is used after a list it refers to changes: the lobby's, then the ranks'.
+  lobby->onEvents(fds.data() + 2, hellos);
+  for (size_t i = 0; i < order.size(); ++i) {
+    Connection& c = *order[i];
+    short revents = fds[firstConn + i].revents;
     if (c.dead) continue;
-    if (!c.ready && !c.closing && now >= c.handshakeBy) {
-      drop(c, fmt::format("no complete handshake within {}s (silent or slow client)",
-                          options.handshakeTimeoutSeconds));
-    } else if (c.pending && now >= c.pendingUntil) {
+    if (revents & POLLOUT) flush(c);
+    if (!c.dead && (revents & (POLLIN | POLLHUP | POLLERR))) readFrom(c);
+  }
+  for (auto& hello : hellos) welcome(std::move(hello));
+  if (rc > 0 && (fds[1].revents & POLLIN)) acceptSome();
+  now = Clock::now();
+  for (auto& c : conns) {
+    if (!c.dead && c.pending && now >= c.pendingUntil) {
       wire::Request request = std::move(*c.pending);
       c.pending.reset();
       tryComplete(c, request, /*timedOut=*/true);
@@ -204,8 +239,7 @@ void StoreServer::Impl::serveOnce() {
   }
   for (auto it = conns.begin(); it != conns.end();) {
     if (it->dead) {
-      ::close(it->fd);
-      if (it->ready) active.fetch_sub(1);
+      active.fetch_sub(1);
       it = conns.erase(it);
     } else {
       ++it;
@@ -213,8 +247,8 @@ void StoreServer::Impl::serveOnce() {
   }
 }
 
-void StoreServer::Impl::acceptAll() {
-  while (true) {
+void StoreServer::Impl::acceptSome() {
+  for (int i = 0; i < kAcceptsPerTurn; ++i) {
     sockaddr_in addr{};
     socklen_t len = sizeof addr;
     int fd =
@@ -224,34 +258,77 @@ void StoreServer::Impl::acceptAll() {
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
         // Out of descriptors or memory: the connection stays queued; retry shortly rather than
         // spin on a listening socket that stays readable.
-        BRAID_WARN("{}: accept() failed: {}; retrying in 100 ms", tag(), net::errnoText(errno));
-        acceptPausedUntil = Clock::now() + std::chrono::milliseconds(100);
+        auto now = Clock::now();
+        ++acceptFailures;
+        if (now >= acceptWarnedAt + std::chrono::seconds(5)) {
+          BRAID_WARN(
+              "{}: accept() failed {} time(s) in the last 5 s, last: {}; retrying every "
+              "100 ms",
+              tag(), acceptFailures, net::errnoText(errno));
+          acceptWarnedAt = now;
+          acceptFailures = 0;
+        }
+        acceptPausedUntil = now + std::chrono::milliseconds(100);
       }
       return;
     }
-    std::string peer = net::endpointText(addr);
-    if (conns.size() >= static_cast<size_t>(options.maxConnections)) {
-      BRAID_WARN("{}: dropped connection from {}: already serving {} connections", tag(), peer,
-                 conns.size());
-      dropped.fetch_add(1);
-      ::close(fd);
-      continue;
-    }
-    net::setNoDelay(fd);
-    Connection c;
-    c.fd = fd;
-    c.peer = std::move(peer);
-    c.handshakeBy =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(options.handshakeTimeoutSeconds));
-    conns.push_back(std::move(c));
+    if (auto hello = lobby->add(fd, addr)) welcome(std::move(*hello));
   }
+}
+
+size_t StoreServer::Impl::connectionCap() const {
+  if (options.maxConnections > 0) return static_cast<size_t>(options.maxConnections);
+  return static_cast<size_t>(worldSize > 0 ? worldSize + kRankMargin : kUnknownWorldCap);
+}
+
+void StoreServer::Impl::welcome(Hello hello) {
+  auto status = wire::HandshakeStatus::kOk;
+  std::string reason;
+  if (hello.version != wire::kVersion) {
+    status = wire::HandshakeStatus::kBadVersion;
+    reason =
+        fmt::format("protocol version {} (this store speaks {})", hello.version, wire::kVersion);
+  } else if (!secretsEqual(hello.secret, secret)) {
+    status = wire::HandshakeStatus::kBadSecret;
+    reason = "wrong job secret (BRAID_SECRET)";
+  } else if (hello.worldSize != 0 && worldSize != 0 &&
+             static_cast<int>(hello.worldSize) != worldSize) {
+    status = wire::HandshakeStatus::kBadWorldSize;
+    reason = fmt::format("world size {} (this job has {} ranks)", hello.worldSize, worldSize);
+  } else if (conns.size() >= connectionCap()) {
+    status = wire::HandshakeStatus::kBusy;
+    reason = fmt::format("already serving {} clients (limit {}); told to retry", conns.size(),
+                         connectionCap());
+  }
+  wire::Writer reply;
+  reply.u32(wire::kMagic);
+  reply.u32(static_cast<uint32_t>(status));
+  reply.u32(wire::kVersion);
+  reply.u32(static_cast<uint32_t>(worldSize));
+  if (status != wire::HandshakeStatus::kOk) {
+    // Tell the client why (a misconfigured rank should fail at once, a busy one retry), then
+    // close; the 16 bytes fit any fresh socket's buffer.
+    ssize_t sent =
+        ::send(hello.fd, reply.bytes().data(), reply.bytes().size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)sent;
+    ::close(hello.fd);
+    dropLog->dropped(net::endpointText(hello.peer), reason);
+    return;
+  }
+  if (worldSize == 0 && hello.worldSize != 0) worldSize = static_cast<int>(hello.worldSize);
+  net::setNoDelay(hello.fd);
+  Connection& c = conns.emplace_back();
+  c.fd = hello.fd;
+  c.peer = net::endpointText(hello.peer);
+  active.fetch_add(1);
+  BRAID_TRACE("{}: client {} joined", tag(), c.peer);
+  send(c, std::move(reply.bytes()));
 }
 
 void StoreServer::Impl::drop(Connection& c, const std::string& reason) {
   if (c.dead) return;
-  BRAID_WARN("{}: dropped connection from {}: {}", tag(), c.peer, reason);
-  dropped.fetch_add(1);
+  dropLog->dropped(c.peer, reason);
+  ::close(c.fd);
   c.dead = true;
 }
 
@@ -276,12 +353,12 @@ void StoreServer::Impl::flush(Connection& c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     // The peer went away; nothing to report to it.
     BRAID_TRACE("{}: connection from {} closed while sending", tag(), c.peer);
+    ::close(c.fd);
     c.dead = true;
     return;
   }
   c.out.clear();
   c.outSent = 0;
-  if (c.closing) c.dead = true;
 }
 
 void StoreServer::Impl::readFrom(Connection& c) {
@@ -296,89 +373,22 @@ void StoreServer::Impl::readFrom(Connection& c) {
     c.in.resize(old + kReadChunk);
     ssize_t n = ::recv(c.fd, c.in.data() + old, kReadChunk, 0);
     c.in.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
-    if (n > 0) {
-      if (c.closing) c.in.clear();  // a rejected client: ignore what it still sends
-      continue;
-    }
+    if (n > 0) continue;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     eof = true;  // EOF or a reset
     break;
   }
-  if (c.closing) {
-    if (eof) c.dead = true;
-    return;
-  }
-  if (!c.ready) handshake(c);
   // Complete frames that arrived before an EOF still run (a client may set and close).
-  if (c.ready && !c.dead) processFrames(c);
-  if (!eof || c.dead || c.closing) return;
-  if (!c.ready) {
-    drop(c, c.in.empty()
-                ? "closed before sending a handshake"
-                : fmt::format("closed after {} bytes of an incomplete handshake", c.in.size()));
-  } else {
-    BRAID_TRACE("{}: client {} disconnected", tag(), c.peer);
-    c.dead = true;
-  }
-}
-
-void StoreServer::Impl::handshake(Connection& c) {
-  if (c.in.size() >= 4 && wire::loadU32(c.in.data()) != wire::kMagic) {
-    drop(c, fmt::format("garbage instead of a handshake (first bytes 0x{:08x}, not braid's magic)",
-                        wire::loadU32(c.in.data())));
-    return;
-  }
-  if (c.in.size() < wire::kHandshakeBytes) return;
-  wire::Reader head(c.in.data(), wire::kHandshakeBytes);
-  head.u32();
-  uint32_t version = head.u32();
-  uint32_t clientWorld = head.u32();
-  uint32_t secretLen = head.u32();
-  if (secretLen > wire::kMaxSecretBytes) {
-    drop(c, fmt::format("handshake secret of {} bytes exceeds the limit of {}", secretLen,
-                        wire::kMaxSecretBytes));
-    return;
-  }
-  if (c.in.size() < wire::kHandshakeBytes + secretLen) return;
-  std::string secretGiven = c.in.substr(wire::kHandshakeBytes, secretLen);
-  c.in.erase(0, wire::kHandshakeBytes + secretLen);
-
-  auto status = wire::HandshakeStatus::kOk;
-  std::string reason;
-  if (version != wire::kVersion) {
-    status = wire::HandshakeStatus::kBadVersion;
-    reason = fmt::format("protocol version {} (this store speaks {})", version, wire::kVersion);
-  } else if (!secretsEqual(secretGiven, secret)) {
-    status = wire::HandshakeStatus::kBadSecret;
-    reason = "wrong job secret (BRAID_SECRET)";
-  } else if (clientWorld != 0 && worldSize != 0 && static_cast<int>(clientWorld) != worldSize) {
-    status = wire::HandshakeStatus::kBadWorldSize;
-    reason = fmt::format("world size {} (this job has {} ranks)", clientWorld, worldSize);
-  }
-  wire::Writer reply;
-  reply.u32(wire::kMagic);
-  reply.u32(static_cast<uint32_t>(status));
-  reply.u32(wire::kVersion);
-  reply.u32(static_cast<uint32_t>(worldSize));
-  if (status != wire::HandshakeStatus::kOk) {
-    // Tell the client why (a misconfigured rank should learn it), then close.
-    BRAID_WARN("{}: dropped connection from {}: {}", tag(), c.peer, reason);
-    dropped.fetch_add(1);
-    c.closing = true;
-    c.in.clear();
-    send(c, std::move(reply.bytes()));
-    return;
-  }
-  if (worldSize == 0 && clientWorld != 0) worldSize = static_cast<int>(clientWorld);
-  c.ready = true;
-  active.fetch_add(1);
-  BRAID_TRACE("{}: client {} joined", tag(), c.peer);
-  send(c, std::move(reply.bytes()));
+  processFrames(c);
+  if (!eof || c.dead) return;
+  BRAID_TRACE("{}: client {} disconnected", tag(), c.peer);
+  ::close(c.fd);
+  c.dead = true;
 }
 
 void StoreServer::Impl::processFrames(Connection& c) {
-  while (!c.pending && !c.dead && !c.closing && c.in.size() >= 4) {
+  while (!c.pending && !c.dead && c.in.size() >= 4) {
     uint32_t len = wire::loadU32(c.in.data());
     if (len > wire::kMaxFrameBytes) {
       drop(c, fmt::format("frame of {} bytes exceeds the limit of {}", len, wire::kMaxFrameBytes));

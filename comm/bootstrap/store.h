@@ -6,7 +6,8 @@
 // or the process that made a unique id, runs the server; every rank, rank 0 included, connects a
 // TcpStore to it). Every connection proves it belongs to the job with a handshake (magic,
 // protocol version, world size and the job secret); every message is length-checked; every call
-// has a deadline.
+// has a deadline. Strangers who reach the port cannot lock the ranks out (server.h, lobby.h), and
+// a rank that is turned away before its handshake retries until its deadline (tcp_store.h).
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,11 @@ namespace {
 // A server answers a blocked get/wait at the deadline it was sent; allow this much for the
 // answer to travel before the client calls the store unreachable.
 constexpr double kReplyGraceSeconds = 2.0;
+// Each handshake attempt waits this long for the reply; longer than the server's default pre-auth
+// deadline (3 s), after which it answers or drops the connection.
+constexpr double kHandshakeAttemptSeconds = 5.0;
+// Retries back off from 10 ms to this.
+constexpr auto kMaxBackoff = std::chrono::milliseconds(250);
 
 uint32_t timeoutMillis(Deadline deadline) {
   int ms = deadline.millisLeft();
@@ -47,27 +52,54 @@ TcpStore::TcpStore(const StoreAddress& address, const Options& options, Deadline
     : address_(address), addressText_(address.toString()), options_(options) {
   if (options_.secret.empty()) options_.secret = jobSecret();
   if (options_.timeoutSeconds <= 0) options_.timeoutSeconds = defaultTimeoutSeconds();
+  if (options_.rank >= 0) who_ = fmt::format("rank {}: ", options_.rank);
   BRAID_ENFORCE(address.port > 0 && address.port <= 65535, ErrorCode::kInvalidUsage,
-                "bootstrap store address {} has no valid port", addressText_);
+                "{}bootstrap store address {} has no valid port", who_, addressText_);
   BRAID_ENFORCE(options_.secret.size() <= wire::kMaxSecretBytes, ErrorCode::kInvalidUsage,
-                "the job secret is {} bytes, more than the limit of {}", options_.secret.size(),
-                wire::kMaxSecretBytes);
-  std::string ip = resolveIPv4(address.host);
-  std::string lastError = "no attempt";
+                "{}the job secret is {} bytes, more than the limit of {}", who_,
+                options_.secret.size(), wire::kMaxSecretBytes);
+  const std::string ip = resolveIPv4(address.host);
+  // What went wrong, by kind, in the order first seen: the final error lists them all.
+  std::vector<std::pair<std::string, int>> failures;
+  int attempts = 0;
   auto backoff = std::chrono::milliseconds(10);
   while (true) {
-    connectOnce(ip, connectDeadline, &lastError);
-    if (fd_ >= 0) break;
+    ++attempts;
+    std::string failure;
+    if (tryJoin(ip, connectDeadline, &failure)) return;
+    auto same = std::find_if(failures.begin(), failures.end(),
+                             [&](const auto& f) { return f.first == failure; });
+    if (same == failures.end()) {
+      failures.emplace_back(failure, 1);
+    } else {
+      ++same->second;
+    }
     if (connectDeadline.expired()) {
+      std::string what;
+      for (const auto& [text, count] : failures) {
+        what += (what.empty() ? "" : "; ") + text + (count > 1 ? fmt::format(" (x{})", count) : "");
+      }
       fail(ErrorCode::kTimeout,
-           "could not connect to the bootstrap store at {} before the deadline (last error: {}); "
+           "{}could not join the bootstrap store at {}{} before the deadline: {} attempt(s): {}; "
            "is rank 0 running and MASTER_ADDR/MASTER_PORT right?",
-           addressText_, lastError);
+           who_, addressText_, ip == address.host ? "" : " (" + ip + ")", attempts, what);
     }
     auto nap = std::min<Clock::duration>(backoff, connectDeadline.when() - Clock::now());
     if (nap > Clock::duration::zero()) std::this_thread::sleep_for(nap);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+    backoff = std::min(backoff * 2, kMaxBackoff);
   }
+}
+
+TcpStore::~TcpStore() { closeFd(); }
+
+void TcpStore::closeFd() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool TcpStore::tryJoin(const std::string& ip, Deadline deadline, std::string* lastError) {
+  connectOnce(ip, deadline, lastError);
+  if (fd_ < 0) return false;
   localAddress_ = net::localIp(fd_);
 
   // Handshake: prove we belong to the job, learn whether the server agrees.
@@ -77,53 +109,71 @@ TcpStore::TcpStore(const StoreAddress& address, const Options& options, Deadline
   hello.u32(static_cast<uint32_t>(options_.worldSize));
   hello.u32(static_cast<uint32_t>(options_.secret.size()));
   hello.raw(options_.secret);
+  // A server answers or drops a handshake within seconds; one that does neither lost it.
+  const Deadline attempt = deadline.earlier(Deadline::after(kHandshakeAttemptSeconds));
   int err = 0;
-  net::Io io = net::sendAll(fd_, hello.bytes().data(), hello.bytes().size(), connectDeadline, &err);
+  net::Io io = net::sendAll(fd_, hello.bytes().data(), hello.bytes().size(), attempt, &err);
   char answer[16];
-  if (io == net::Io::kOk) io = net::recvAll(fd_, answer, sizeof answer, connectDeadline, &err);
-  if (io != net::Io::kOk) {
-    ::close(fd_);
-    fd_ = -1;
-    if (io == net::Io::kTimeout) {
-      fail(ErrorCode::kTimeout, "bootstrap store at {} did not answer the handshake in time",
-           addressText_);
-    }
-    fail(ErrorCode::kRemoteError,
-         "bootstrap store at {} closed the connection during the "
-         "handshake{}",
-         addressText_, io == net::Io::kError ? ": " + net::errnoText(err) : "");
+  if (io == net::Io::kOk) io = net::recvAll(fd_, answer, sizeof answer, attempt, &err);
+  switch (io) {
+    case net::Io::kOk:
+      break;
+    case net::Io::kTimeout:
+      closeFd();
+      *lastError = deadline.expired()
+                       ? "no handshake reply before the deadline"
+                       : fmt::format("no handshake reply within {} s", kHandshakeAttemptSeconds);
+      return false;
+    case net::Io::kClosed:
+      closeFd();
+      // No reply: the server dropped the connection before reading the handshake, as it does
+      // to the oldest waiting connections under a flood. A rejection would have said why.
+      *lastError = err == 0 ? "the store closed the connection before answering the handshake"
+                            : "the store reset the connection before answering the handshake (" +
+                                  net::errnoText(err) + ")";
+      return false;
+    case net::Io::kError:
+      closeFd();
+      *lastError = "handshake failed: " + net::errnoText(err);
+      return false;
   }
   wire::Reader in(answer, sizeof answer);
   uint32_t magic = in.u32();
   auto status = static_cast<wire::HandshakeStatus>(in.u32());
   uint32_t serverVersion = in.u32();
   uint32_t serverWorld = in.u32();
-  if (magic != wire::kMagic || status != wire::HandshakeStatus::kOk) {
-    ::close(fd_);
-    fd_ = -1;
-    BRAID_ENFORCE(magic == wire::kMagic, ErrorCode::kRemoteError,
-                  "{} is not a braid bootstrap store (bad handshake reply)", addressText_);
-    BRAID_ENFORCE(status != wire::HandshakeStatus::kBadVersion, ErrorCode::kRemoteError,
-                  "bootstrap store at {} speaks protocol version {}, this rank {}", addressText_,
-                  serverVersion, wire::kVersion);
-    BRAID_ENFORCE(status != wire::HandshakeStatus::kBadWorldSize, ErrorCode::kInvalidUsage,
-                  "this rank has world size {} but the bootstrap store at {} serves {} ranks",
-                  options_.worldSize, addressText_, serverWorld);
-    fail(ErrorCode::kRemoteError,
-         "bootstrap store at {} rejected this rank's job secret (BRAID_SECRET differs from the "
-         "one the store was started with)",
-         addressText_);
+  if (magic == wire::kMagic && status == wire::HandshakeStatus::kOk) return true;
+  closeFd();
+  BRAID_ENFORCE(magic == wire::kMagic, ErrorCode::kRemoteError,
+                "{}{} is not a braid bootstrap store (bad handshake reply)", who_, addressText_);
+  switch (status) {
+    case wire::HandshakeStatus::kBusy:
+      *lastError = fmt::format("the store is busy serving its {} ranks and more", serverWorld);
+      return false;
+    case wire::HandshakeStatus::kBadVersion:
+      fail(ErrorCode::kRemoteError,
+           "{}bootstrap store at {} speaks protocol version {}, this rank {} (mixed braid "
+           "builds?)",
+           who_, addressText_, serverVersion, wire::kVersion);
+    case wire::HandshakeStatus::kBadWorldSize:
+      fail(ErrorCode::kInvalidUsage,
+           "{}this rank has world size {} but the bootstrap store at {} serves {} ranks", who_,
+           options_.worldSize, addressText_, serverWorld);
+    case wire::HandshakeStatus::kBadSecret:
+      fail(ErrorCode::kRemoteError,
+           "{}bootstrap store at {} rejected this rank's job secret (BRAID_SECRET differs from "
+           "the one the store was started with)",
+           who_, addressText_);
+    default:
+      fail(ErrorCode::kRemoteError, "{}bootstrap store at {} refused the handshake (status {})",
+           who_, addressText_, static_cast<uint32_t>(status));
   }
-}
-
-TcpStore::~TcpStore() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void TcpStore::connectOnce(const std::string& ip, Deadline deadline, std::string* lastError) {
   sockaddr_in addr = net::ipv4Sockaddr(ip, address_.port);
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) failErrno("socket() for the bootstrap store", errno);
+  if (fd < 0) failErrno(who_ + "socket() for the bootstrap store at " + addressText_, errno);
   int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   int err = rc == 0 ? 0 : errno;
   if (rc != 0 && errno == EINPROGRESS) {
@@ -135,7 +185,9 @@ void TcpStore::connectOnce(const std::string& ip, Deadline deadline, std::string
       ready = ::poll(&p, 1, attempt.millisLeft());
     } while (ready < 0 && errno == EINTR);
     if (ready <= 0) {
-      err = ETIMEDOUT;
+      ::close(fd);
+      *lastError = "connect() got no answer within 1 s";
+      return;
     } else {
       socklen_t len = sizeof err;
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -143,7 +195,7 @@ void TcpStore::connectOnce(const std::string& ip, Deadline deadline, std::string
   }
   if (err != 0) {
     ::close(fd);
-    *lastError = net::errnoText(err);
+    *lastError = "connect(): " + net::errnoText(err);
     return;
   }
   net::setNoDelay(fd);

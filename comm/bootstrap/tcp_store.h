@@ -21,11 +21,16 @@ class TcpStore : public Store {
     int worldSize = 0;          ///< sent in the handshake; 0 = do not check
     std::string secret;         ///< "" = jobSecret() (BRAID_SECRET)
     double timeoutSeconds = 0;  ///< deadline of set(key, value); 0 = BRAID_TIMEOUT (default 60)
+    int rank = -1;              ///< this rank, named in errors; -1 = not a rank (a tool)
   };
 
-  /// Connects and handshakes, retrying refused connections (the server may not be up yet) until
-  /// `connectDeadline`. Throws kTimeout naming the address when it never answers, kRemoteError
-  /// when the server rejects the secret, kInvalidUsage on a world size mismatch.
+  /// Connects and handshakes. Retries, with a short backoff, until `connectDeadline` whatever
+  /// may pass: a refused connection (the server is not up yet), one reset or closed before the
+  /// handshake reply (the server evicts connections that wait under a flood of strangers), a
+  /// busy server. Throws kTimeout naming the rank, the address and the last failure when it never
+  /// gets in. Fails at once, without retrying, on what retrying cannot fix: kRemoteError when the
+  /// server rejects the secret or protocol version or is not a braid store, kInvalidUsage on a
+  /// world size mismatch.
   TcpStore(const StoreAddress& address, const Options& options, Deadline connectDeadline);
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
@@ -48,10 +53,13 @@ class TcpStore : public Store {
   struct Reply;
   Reply call(const std::string& what, const std::string& request, Deadline replyDeadline);
   [[noreturn]] void breakConnection(ErrorCode code, const std::string& message);
+  bool tryJoin(const std::string& ip, Deadline deadline, std::string* lastError);
   void connectOnce(const std::string& ip, Deadline deadline, std::string* lastError);
+  void closeFd();
 
   StoreAddress address_;
   std::string addressText_;
+  std::string who_;  ///< "rank N: " or "", the start of error messages
   Options options_;
   std::mutex mutex_;
   int fd_ = -1;

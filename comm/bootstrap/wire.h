@@ -3,6 +3,8 @@
 // Handshake, client -> server: u32 magic, u32 version, u32 worldSize, u32 secretLen, secret.
 // Handshake, server -> client: u32 magic, u32 status (HandshakeStatus), u32 version,
 //                              u32 worldSize (the server's).
+//   The server reads the client's handshake into a fixed buffer of kHandshakeBytes +
+//   kMaxSecretBytes before anything else; a connection it drops before then gets no reply.
 // Then frames, each u32 bodyLen + body, bodyLen <= kMaxFrameBytes:
 //   request body:  u8 op, 3 x u8 zero, u32 timeoutMs, i64 delta, u32 count, count x string
 //   reply body:    u8 status (ReplyStatus), 3 x u8 zero, i64 number, string
@@ -32,6 +34,7 @@ enum class HandshakeStatus : uint32_t {
   kBadVersion = 1,
   kBadWorldSize = 2,
   kBadSecret = 3,
+  kBusy = 4,  ///< the store serves as many clients as it allows; retry
 };
 enum class ReplyStatus : uint8_t { kOk = 0, kTimeout = 1, kError = 2 };
 
