@@ -244,6 +244,7 @@ void CommState::execute(const OpDesc& d) {
       }
       // Tell the peers at once rather than letting them time out; "<code>|<message>".
       endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
+      failQueued(e);
     }
     throw;
   }
@@ -381,6 +382,19 @@ void CommState::workerLoop() {
     runFront(lock);
     sched_setscheduler(0, SCHED_IDLE, &param);
   }
+}
+
+void CommState::failQueued(const Error& cause) {
+  // Every op queued behind a failure would fail the same way: end them all now, so a caller
+  // waiting on many requests (a bench's hundreds in flight) is not kept waiting one by one.
+  std::lock_guard<std::mutex> lock(queueMutex);
+  for (auto& op : queue) {
+    completeOp(*op, cause.code(),
+               fmt::format("rank {}: {} #{} not started: the communicator failed before it: {}",
+                           rank, collectiveName(op->desc.coll), op->desc.seq, cause.what()));
+  }
+  queue.clear();
+  waitersCv.notify_all();
 }
 
 void CommState::abort(const std::string& why) {

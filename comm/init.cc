@@ -116,6 +116,17 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   config.timeoutSeconds = timeout;
   config.peerKinds.resize(size);
   const Deadline hostDeadline = Deadline::after(timeout);
+  // A peer's published value; a failure names the peer (it may have died during init).
+  auto peerValue = [&](int q, const char* what) {
+    try {
+      return store.get(fmt::format("{}/{}/{}/{}", prefix, jobId, what, q), hostDeadline);
+    } catch (const Error& e) {
+      fail(e.code(),
+           "rank {}: init: peer rank {} did not publish its {} within {} s (did it fail or "
+           "exit?): {}",
+           rank, q, what, timeout, e.what());
+    }
+  };
   std::vector<std::string> hosts(size);  // host key per rank
   for (int q = 0; q < size; ++q) {
     if (q == rank) {
@@ -123,13 +134,7 @@ void connectState(CommState& state, const std::string& prefix, const std::string
       config.peerKinds[q] = transport::Kind::kSelf;
       continue;
     }
-    std::string peerHost;
-    try {
-      peerHost = store.get(fmt::format("{}/{}/host/{}", prefix, jobId, q), hostDeadline);
-    } catch (const Error& e) {
-      fail(e.code(), "rank {}: peer rank {} did not join the communicator within {} s ({})", rank,
-           q, timeout, e.what());
-    }
+    const std::string peerHost = peerValue(q, "host");
     hosts[q] = peerHost;
     const bool sameHost = peerHost == host;
     if (state.options.transport == "tcp") {
@@ -170,8 +175,7 @@ void connectState(CommState& state, const std::string& prefix, const std::string
             topology::serializeDescriptor(topology::localDescriptor()));
   std::vector<topology::RankDescriptor> descriptors(size);
   for (int q = 0; q < size; ++q) {
-    descriptors[q] = topology::parseDescriptor(
-        store.get(fmt::format("{}/{}/topo/{}", prefix, jobId, q), hostDeadline));
+    descriptors[q] = topology::parseDescriptor(peerValue(q, "topo"));
     descriptors[q].host = hosts[q];  // Options::hostName may pose as another host
   }
   topology::ClusterGraph graph = topology::buildGraph(descriptors);
@@ -183,7 +187,7 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   std::vector<std::string> localCpus;
   for (int q = 0; q < size; ++q) {
     if (q == rank || config.peerKinds[q] == transport::Kind::kShm) {
-      localCpus.push_back(store.get(fmt::format("{}/{}/cpus/{}", prefix, jobId, q), hostDeadline));
+      localCpus.push_back(peerValue(q, "cpus"));
     }
   }
   const bool oversubscribed =

@@ -121,6 +121,8 @@ struct CommState {
   /// Non-blocking entry.
   Request submit(const OpDesc& desc);
   void abort(const std::string& why);
+  /// Completes every queued op with `cause` (the communicator broke) and empties the queue.
+  void failQueued(const Error& cause);
   void workerLoop();
   /// Waits for `target` by running queued ops on this thread whenever nobody else is executing
   /// (the progress thread stands back while someone waits, so on a busy machine no two threads of
