@@ -16,6 +16,10 @@ function(braid_gtest target)
   set(_props LABELS ${A_LABEL} ENVIRONMENT "BRAID_SKIP_LOG=${BRAID_SKIP_LOG}"
              FIXTURES_REQUIRED ${BRAID_SUITE_FIXTURE})
   if(A_TIMEOUT)
+    # Sanitized builds run several times slower (tools/sanitize-suite): so may their tests.
+    if(BRAID_SANITIZE OR BRAID_TSAN)
+      math(EXPR A_TIMEOUT "${A_TIMEOUT} * 5")
+    endif()
     list(APPEND _props TIMEOUT ${A_TIMEOUT})
   endif()
   if(A_RUN_SERIAL)
