@@ -13,10 +13,7 @@ namespace braid {
 namespace {
 
 using comm::bufferCounts;
-using comm::Family;
 using comm::overlaps;
-using comm::reduces;
-using comm::Shape;
 using comm::shapeOf;
 
 }  // namespace
@@ -175,7 +172,7 @@ void CommState::execute(const OpDesc& d) {
     step.count = d.count;
     p2pProgram.lanes.push_back(comm::Lane{{step}});
     args.header.coll = Collective::kSend;
-    args.header.family = Family::kDirect;
+    args.header.family = Algorithm::kOneShot;
     args.header.root = -1;
   } else {
     comm::ScheduleSpec spec;
@@ -184,8 +181,8 @@ void CommState::execute(const OpDesc& d) {
     spec.elemsPerPiece = args.elemsPerPiece;
     spec.nodeOf = nodeOf;
     if (d.coll == Collective::kBarrier) {
-      spec.shape = Shape::kAllReduce;
-      spec.family = Family::kDirect;
+      spec.shape = Collective::kAllReduce;
+      spec.family = Algorithm::kOneShot;
       spec.count = 1;
       args.input = &barrierIn;
       args.output = &barrierOut;
@@ -206,7 +203,7 @@ void CommState::execute(const OpDesc& d) {
                     ErrorCode::kInvalidUsage,
                     "rank {}: {} of {} bytes: algorithm '{}' needs {} channels per peer, the "
                     "communicator has {} (it opens two for BRAID_ALGO=auto or tree)",
-                    rank, collectiveName(d.coll), inCount * elem, comm::familyName(spec.family),
+                    rank, collectiveName(d.coll), inCount * elem, algorithmName(spec.family),
                     comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
     args.header.family = spec.family;
@@ -222,8 +219,8 @@ void CommState::execute(const OpDesc& d) {
       // so no rank reports success for a call another rank disagreed with (op_rules.h).
       comm::ScheduleSpec fin;
       fin.nranks = size;
-      fin.shape = Shape::kAllReduce;
-      fin.family = Family::kDirect;
+      fin.shape = Collective::kAllReduce;
+      fin.family = Algorithm::kOneShot;
       fin.count = 1;
       fin.elemsPerPiece = options.slotBytes;
       fin.nodeOf = nodeOf;
@@ -425,20 +422,7 @@ void Communicator::abort() { state_->abort(fmt::format("rank {} called abort()",
 Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
   if (coll == Collective::kSend || coll == Collective::kRecv || coll == Collective::kBarrier)
     return Algorithm::kOneShot;
-  comm::Choice c = comm::choose(state_->tunerConfig(), shapeOf(coll), bytes);
-  switch (c.family) {
-    case Family::kRing:
-      return Algorithm::kRing;
-    case Family::kDirect:
-      return Algorithm::kOneShot;
-    case Family::kChain:
-      return Algorithm::kChain;
-    case Family::kTree:
-      return Algorithm::kTree;
-    case Family::kHier:
-      return Algorithm::kHier;
-  }
-  return Algorithm::kAuto;
+  return comm::choose(state_->tunerConfig(), shapeOf(coll), bytes).family;
 }
 
 namespace {

@@ -106,7 +106,7 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   config.channels = state.options.channels;
   if (state.options.algorithm == Algorithm::kAuto || state.options.algorithm == Algorithm::kTree) {
     config.channels =
-        std::max(config.channels, comm::channelsUsed(comm::Family::kTree, state.options.channels));
+        std::max(config.channels, comm::channelsUsed(Algorithm::kTree, state.options.channels));
   }
   config.slots = state.options.slots;
   config.slotBytes = state.options.slotBytes;

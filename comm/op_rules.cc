@@ -4,29 +4,11 @@
 
 namespace braid::comm {
 
-Shape shapeOf(Collective coll) {
-  switch (coll) {
-    case Collective::kReduceScatter:
-      return Shape::kReduceScatter;
-    case Collective::kAllGather:
-      return Shape::kAllGather;
-    case Collective::kBroadcast:
-      return Shape::kBroadcast;
-    case Collective::kReduce:
-      return Shape::kReduce;
-    default:
-      return Shape::kAllReduce;
-  }
+Collective shapeOf(Collective coll) {
+  return isScheduled(coll) ? coll : Collective::kAllReduce;
 }
 
-bool reduces(Collective coll) {
-  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
-         coll == Collective::kReduce;
-}
-
-bool needsCompletionExchange(Collective coll) {
-  return coll == Collective::kBroadcast || coll == Collective::kReduce;
-}
+bool needsCompletionExchange(Collective coll) { return isRooted(coll); }
 
 bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);

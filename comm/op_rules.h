@@ -10,9 +10,7 @@
 namespace braid::comm {
 
 /// The schedule shape computing `coll` (send, recv and barrier run as all-reduce shapes).
-Shape shapeOf(Collective coll);
-/// Whether `coll` applies a reduction op.
-bool reduces(Collective coll);
+Collective shapeOf(Collective coll);
 /// Whether a rank may finish `coll` without anything having passed through every other rank:
 /// broadcast's root only sends, reduce's non-roots only forward towards the root. Such calls end
 /// with a completion exchange (every rank confirms to every other, headers checked), so a rank

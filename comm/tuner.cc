@@ -37,28 +37,6 @@ constexpr double kTieMargin = 1.01;
 constexpr size_t kCacheLimit = 4096;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Family familyOf(Algorithm algo) {
-  switch (algo) {
-    case Algorithm::kRing:
-      return Family::kRing;
-    case Algorithm::kOneShot:
-      return Family::kDirect;
-    case Algorithm::kChain:
-      return Family::kChain;
-    case Algorithm::kTree:
-      return Family::kTree;
-    case Algorithm::kHier:
-      return Family::kHier;
-    case Algorithm::kAuto:
-      break;
-  }
-  return Family::kRing;
-}
-
-const char* familyAlgoName(Family family) { return topology::algoName(toAlgo(family)); }
-
-bool rooted(Shape shape) { return shape == Shape::kBroadcast || shape == Shape::kReduce; }
-
 std::string bytesText(size_t bytes) {
   if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
   if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
@@ -100,17 +78,17 @@ bool singleShmNode(const topology::ClusterGraph& g) {
   return false;
 }
 
-std::vector<int> laneOptions(Family family, int channels) {
-  if (family == Family::kDirect) return {1};
+std::vector<int> laneOptions(Algorithm family, int channels) {
+  if (family == Algorithm::kOneShot) return {1};
   std::vector<int> out;
   for (int l = 1; l < channels; l *= 2) out.push_back(l);
   out.push_back(channels);
   return out;
 }
 
-std::vector<size_t> chunkOptions(Family family, size_t slot, bool pick) {
+std::vector<size_t> chunkOptions(Algorithm family, size_t slot, bool pick) {
   std::vector<size_t> out{slot};
-  if (pick && (family == Family::kChain || family == Family::kTree || family == Family::kHier)) {
+  if (pick && (family == Algorithm::kChain || family == Algorithm::kTree || family == Algorithm::kHier)) {
     for (size_t c : {slot / 2, slot / 4}) {
       if (c >= 4096 && c % 8 == 0) out.push_back(c);
     }
@@ -123,7 +101,7 @@ struct Decision {
   Choice choice;
 };
 
-Decision evaluate(const TunerConfig& config, const TunerModel& model, Shape shape,
+Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective shape,
                   size_t inputBytes) {
   const int n = config.nranks;
   auto supports = config.supports ? config.supports : &familySupports;
@@ -132,27 +110,27 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Shape shap
   const topology::ClusterGraph& graph = model.graph();
   const int nodes = static_cast<int>(graph.nodes.size());
   const int maxLocal = graph.maxLocalRanks();
-  const topology::Coll coll = toColl(shape);
+  const Collective coll = shape;
   const size_t bytes = modelBytes(shape, inputBytes, n);
-  auto price = [&](Family f, int lanes, size_t chunk) {
-    return model.cost().predict(coll, bytes, {toAlgo(f), lanes, chunk});
+  auto price = [&](Algorithm f, int lanes, size_t chunk) {
+    return model.cost().predict(coll, bytes, {f, lanes, chunk});
   };
   Decision d;
 
   if (config.forced != Algorithm::kAuto) {
-    const Family family = familyOf(config.forced);
+    const Algorithm family = config.forced;
     BRAID_ENFORCE(supports(family, shape), ErrorCode::kInvalidUsage,
                   "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: {}",
-                  algorithmName(config.forced), shapeName(shape),
-                  rooted(shape) ? "chain, oneshot" : "ring, oneshot");
-    BRAID_ENFORCE(family != Family::kDirect || perPeer <= capacity, ErrorCode::kInvalidUsage,
+                  algorithmName(config.forced), collectiveName(shape),
+                  isRooted(shape) ? "chain, oneshot" : "ring, oneshot");
+    BRAID_ENFORCE(family != Algorithm::kOneShot || perPeer <= capacity, ErrorCode::kInvalidUsage,
                   "algorithm 'oneshot' (BRAID_ALGO) moves at most {} bytes per peer (slots x "
                   "chunk); this {} needs {}",
-                  capacity, shapeName(shape), perPeer);
+                  capacity, collectiveName(shape), perPeer);
     // A forced hier runs on any layout: one node is its intra-node phases alone, one rank per
     // node a ring (auto only considers it for several nodes with several ranks on one).
     d.choice.family = family;
-    d.choice.lanes = family == Family::kDirect ? 1 : config.channels;
+    d.choice.lanes = family == Algorithm::kOneShot ? 1 : config.channels;
     d.choice.chunkBytes = config.slotBytes;
     topology::Prediction p = price(family, d.choice.lanes, d.choice.chunkBytes);
     d.choice.predictedUs = std::isfinite(p.timeUs) ? p.timeUs : 0;
@@ -162,29 +140,29 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Shape shap
   }
 
   if (n == 1) {
-    d.choice = {Family::kDirect, 1, config.slotBytes, 0};
-    d.reports.push_back({Family::kDirect, 1, config.slotBytes, 0, "", "one rank", true});
+    d.choice = {Algorithm::kOneShot, 1, config.slotBytes, 0};
+    d.reports.push_back({Algorithm::kOneShot, 1, config.slotBytes, 0, "", "one rank", true});
     return d;
   }
 
-  for (Family family :
-       {Family::kDirect, Family::kRing, Family::kChain, Family::kTree, Family::kHier}) {
+  for (Algorithm family :
+       {Algorithm::kOneShot, Algorithm::kRing, Algorithm::kChain, Algorithm::kTree, Algorithm::kHier}) {
     CandidateReport r;
     r.family = family;
     r.predictedUs = kInf;
     if (!supports(family, shape)) {
-      r.excluded = fmt::format("cannot run {}", shapeName(shape));
-    } else if (family == Family::kDirect && perPeer > capacity) {
+      r.excluded = fmt::format("cannot run {}", collectiveName(shape));
+    } else if (family == Algorithm::kOneShot && perPeer > capacity) {
       r.excluded = fmt::format("{} per peer exceed slots x chunk = {}", bytesText(perPeer),
                                bytesText(capacity));
-    } else if (family == Family::kHier && nodes < 2) {
+    } else if (family == Algorithm::kHier && nodes < 2) {
       r.excluded = config.model ? "all ranks are on one node" : "node layout unknown (one node)";
-    } else if (family == Family::kHier && maxLocal < 2) {
+    } else if (family == Algorithm::kHier && maxLocal < 2) {
       r.excluded = "one rank per node";
     }
     if (r.excluded.empty()) {
       // The configured lanes and the slot-sized chunk first; others only when clearly cheaper.
-      r.lanes = family == Family::kDirect ? 1 : config.channels;
+      r.lanes = family == Algorithm::kOneShot ? 1 : config.channels;
       r.chunkBytes = config.slotBytes;
       topology::Prediction best = price(family, r.lanes, r.chunkBytes);
       for (int lanes : laneOptions(family, config.channels)) {
@@ -208,16 +186,16 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Shape shap
                    });
   CandidateReport* winner = &d.reports.front();
   BRAID_ENFORCE(std::isfinite(winner->predictedUs), ErrorCode::kInternal,
-                "tuner: no algorithm can run {} of {} bytes on {} ranks", shapeName(shape),
+                "tuner: no algorithm can run {} of {} bytes on {} ranks", collectiveName(shape),
                 inputBytes, n);
 
   // A single node of shared-memory ranks keeps the measured rule unless the model clearly
   // disagrees.
   if (singleShmNode(graph)) {
-    const Family legacy = perPeer <= std::min(kDirectMaxBytes, capacity) ? Family::kDirect
-                          : rooted(shape)                                ? Family::kChain
-                                                                         : Family::kRing;
-    const int legacyLanes = legacy == Family::kDirect ? 1 : config.channels;
+    const Algorithm legacy = perPeer <= std::min(kDirectMaxBytes, capacity) ? Algorithm::kOneShot
+                          : isRooted(shape)                                ? Algorithm::kChain
+                                                                         : Algorithm::kRing;
+    const int legacyLanes = legacy == Algorithm::kOneShot ? 1 : config.channels;
     for (CandidateReport& r : d.reports) {
       if (r.family != legacy || !r.excluded.empty()) continue;
       topology::Prediction p = price(legacy, legacyLanes, config.slotBytes);
@@ -240,16 +218,16 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Shape shap
   return d;
 }
 
-std::string oneLine(const TunerConfig& config, const TunerModel& model, Shape shape,
+std::string oneLine(const TunerConfig& config, const TunerModel& model, Collective shape,
                     size_t inputBytes, const std::vector<CandidateReport>& reports) {
-  std::string out = fmt::format("tuner: {} of {} on {} rank(s), {} node(s):", shapeName(shape),
+  std::string out = fmt::format("tuner: {} of {} on {} rank(s), {} node(s):", collectiveName(shape),
                                 bytesText(inputBytes), config.nranks, model.graph().nodes.size());
   for (const CandidateReport& r : reports) {
     if (!r.excluded.empty()) {
-      out += fmt::format(" {} excluded ({});", familyAlgoName(r.family), r.excluded);
+      out += fmt::format(" {} excluded ({});", algorithmName(r.family), r.excluded);
     } else {
       out += fmt::format(" {}{} x{} chunk {} {}{};", r.chosen ? "CHOSEN " : "",
-                         familyAlgoName(r.family), r.lanes, bytesText(r.chunkBytes),
+                         algorithmName(r.family), r.lanes, bytesText(r.chunkBytes),
                          usText(r.predictedUs), r.chosen ? fmt::format(" [{}]", r.detail) : "");
     }
   }
@@ -257,7 +235,7 @@ std::string oneLine(const TunerConfig& config, const TunerModel& model, Shape sh
   return out;
 }
 
-Decision decide(const TunerConfig& config, Shape shape, size_t inputBytes) {
+Decision decide(const TunerConfig& config, Collective shape, size_t inputBytes) {
   return evaluate(config, modelFor(config), shape, inputBytes);
 }
 
@@ -271,49 +249,17 @@ std::shared_ptr<const TunerModel> makeTunerModel(topology::ClusterGraph graph) {
   return std::make_shared<const TunerModel>(std::move(graph));
 }
 
-topology::Coll toColl(Shape shape) {
-  switch (shape) {
-    case Shape::kAllReduce:
-      return topology::Coll::kAllReduce;
-    case Shape::kReduceScatter:
-      return topology::Coll::kReduceScatter;
-    case Shape::kAllGather:
-      return topology::Coll::kAllGather;
-    case Shape::kBroadcast:
-      return topology::Coll::kBroadcast;
-    case Shape::kReduce:
-      return topology::Coll::kReduce;
-  }
-  return topology::Coll::kAllReduce;
+size_t modelBytes(Collective shape, size_t inputBytes, int nranks) {
+  return shape == Collective::kAllGather ? inputBytes * nranks : inputBytes;
 }
 
-topology::Algo toAlgo(Family family) {
-  switch (family) {
-    case Family::kRing:
-      return topology::Algo::kRing;
-    case Family::kDirect:
-      return topology::Algo::kDirect;
-    case Family::kChain:
-      return topology::Algo::kChain;
-    case Family::kTree:
-      return topology::Algo::kTree;
-    case Family::kHier:
-      return topology::Algo::kHier;
-  }
-  return topology::Algo::kRing;
+size_t directBytesPerPeer(Collective shape, size_t inputBytes, int nranks) {
+  return shape == Collective::kReduceScatter ? inputBytes / nranks : inputBytes;
 }
 
-size_t modelBytes(Shape shape, size_t inputBytes, int nranks) {
-  return shape == Shape::kAllGather ? inputBytes * nranks : inputBytes;
-}
-
-size_t directBytesPerPeer(Shape shape, size_t inputBytes, int nranks) {
-  return shape == Shape::kReduceScatter ? inputBytes / nranks : inputBytes;
-}
-
-Choice choose(const TunerConfig& config, Shape shape, size_t inputBytes) {
+Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes) {
   if (config.nranks == 1 && config.forced == Algorithm::kAuto) {
-    return {Family::kDirect, 1, config.slotBytes, 0};
+    return {Algorithm::kOneShot, 1, config.slotBytes, 0};
   }
   const TunerModel& model = modelFor(config);
   TunerModel::Cache& cache = cacheOf(model);
@@ -338,28 +284,28 @@ Choice choose(const TunerConfig& config, Shape shape, size_t inputBytes) {
   return d.choice;
 }
 
-std::vector<CandidateReport> rankCandidates(const TunerConfig& config, Shape shape,
+std::vector<CandidateReport> rankCandidates(const TunerConfig& config, Collective shape,
                                             size_t inputBytes) {
   return decide(config, shape, inputBytes).reports;
 }
 
-std::string explain(const TunerConfig& config, Shape shape, size_t inputBytes) {
+std::string explain(const TunerConfig& config, Collective shape, size_t inputBytes) {
   const TunerModel& model = modelFor(config);
   Decision d = evaluate(config, model, shape, inputBytes);
   std::string out = fmt::format(
       "{} of {} per rank on {} rank(s), {} node(s): {} x{} lanes, chunk {}, predicted {}\n",
-      shapeName(shape), bytesText(inputBytes), config.nranks, model.graph().nodes.size(),
-      familyAlgoName(d.choice.family), d.choice.lanes, bytesText(d.choice.chunkBytes),
+      collectiveName(shape), bytesText(inputBytes), config.nranks, model.graph().nodes.size(),
+      algorithmName(d.choice.family), d.choice.lanes, bytesText(d.choice.chunkBytes),
       usText(d.choice.predictedUs));
   for (const CandidateReport& r : d.reports) {
     if (!r.excluded.empty()) {
-      out += fmt::format("  {:<8} excluded: {}\n", familyAlgoName(r.family), r.excluded);
+      out += fmt::format("  {:<8} excluded: {}\n", algorithmName(r.family), r.excluded);
       continue;
     }
     std::string ratio = r.chosen || d.choice.predictedUs <= 0
                             ? std::string(r.chosen ? "chosen" : "")
                             : fmt::format("{:.2f}x", r.predictedUs / d.choice.predictedUs);
-    out += fmt::format("  {:<8} x{:<2} chunk {:>8}  {:>12}  {:<7} {}\n", familyAlgoName(r.family),
+    out += fmt::format("  {:<8} x{:<2} chunk {:>8}  {:>12}  {:<7} {}\n", algorithmName(r.family),
                        r.lanes, bytesText(r.chunkBytes), usText(r.predictedUs), ratio, r.detail);
   }
   return out;

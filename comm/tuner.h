@@ -53,18 +53,18 @@ struct TunerConfig {
   /// useful once the executor honours Choice::chunkBytes (today pieces are slot-sized).
   bool pickChunk = false;
   /// Which families the schedules can build; null = comm::familySupports (tests override it).
-  bool (*supports)(Family family, Shape shape) = nullptr;
+  bool (*supports)(Algorithm family, Collective shape) = nullptr;
 };
 
 struct Choice {
-  Family family = Family::kRing;
+  Algorithm family = Algorithm::kRing;
   int lanes = 1;
   size_t chunkBytes = 0;   ///< piece size the prediction assumed (the slot size unless pickChunk)
   double predictedUs = 0;  ///< the cost model's time for it (0 when not priced)
 };
 
 /// Bytes one rank sends to one peer in a direct schedule of `shape` with input `inputBytes`.
-size_t directBytesPerPeer(Shape shape, size_t inputBytes, int nranks);
+size_t directBytesPerPeer(Collective shape, size_t inputBytes, int nranks);
 
 /// Picks the schedule for `shape` with `inputBytes` per rank: the cheapest candidate (family,
 /// lanes, chunk) that can run, where oneshot needs bytes per peer <= slots x slot bytes, chain
@@ -74,11 +74,11 @@ size_t directBytesPerPeer(Shape shape, size_t inputBytes, int nranks);
 /// candidate at least 1.5x faster. A forced algorithm that cannot run this collective throws
 /// kInvalidUsage saying why, never silently falls back. Equal inputs give equal choices on every
 /// rank. With BRAID_DEBUG=INFO each decision is logged once per (collective, power-of-two size).
-Choice choose(const TunerConfig& config, Shape shape, size_t inputBytes);
+Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes);
 
 /// One candidate as the tuner saw it.
 struct CandidateReport {
-  Family family = Family::kRing;
+  Algorithm family = Algorithm::kRing;
   int lanes = 1;
   size_t chunkBytes = 0;
   double predictedUs = 0;  ///< +infinity when excluded
@@ -89,17 +89,14 @@ struct CandidateReport {
 
 /// Every family with its best lanes/chunk (or the reason it is excluded), cheapest first, the
 /// chosen one marked. Forced algorithms report the forced one only.
-std::vector<CandidateReport> rankCandidates(const TunerConfig& config, Shape shape,
+std::vector<CandidateReport> rankCandidates(const TunerConfig& config, Collective shape,
                                             size_t inputBytes);
 
 /// The decision as text: the winner with its predicted time, then each loser with its time or
 /// why it was excluded (what BRAID_DEBUG=INFO logs and braid-topo prints).
-std::string explain(const TunerConfig& config, Shape shape, size_t inputBytes);
+std::string explain(const TunerConfig& config, Collective shape, size_t inputBytes);
 
-/// comm::Shape and comm::Family in the topology layer's terms.
-topology::Coll toColl(Shape shape);
-topology::Algo toAlgo(Family family);
 /// nccl-tests' size of a collective with `inputBytes` per rank (what the cost model prices).
-size_t modelBytes(Shape shape, size_t inputBytes, int nranks);
+size_t modelBytes(Collective shape, size_t inputBytes, int nranks);
 
 }  // namespace braid::comm

@@ -42,38 +42,6 @@ int orderAt(int n, int lane, int first, int position) {
 
 }  // namespace
 
-const char* collName(Coll coll) {
-  switch (coll) {
-    case Coll::kAllReduce:
-      return "allreduce";
-    case Coll::kReduceScatter:
-      return "reducescatter";
-    case Coll::kAllGather:
-      return "allgather";
-    case Coll::kBroadcast:
-      return "broadcast";
-    case Coll::kReduce:
-      return "reduce";
-  }
-  return "?";
-}
-
-const char* algoName(Algo algo) {
-  switch (algo) {
-    case Algo::kRing:
-      return "ring";
-    case Algo::kDirect:
-      return "oneshot";
-    case Algo::kChain:
-      return "chain";
-    case Algo::kTree:
-      return "tree";
-    case Algo::kHier:
-      return "hier";
-  }
-  return "?";
-}
-
 CostModel::CostModel(ClusterGraph graph) : graph_(std::move(graph)) {
   graph_.validate();
   minNicGbps_ = kInf;
@@ -166,10 +134,10 @@ double CostModel::slowestEdgeUs(const Links& links, int lanes, int first, bool c
   return worst;
 }
 
-Prediction CostModel::predict(Coll coll, size_t bytes, const Candidate& c) const {
+Prediction CostModel::predict(Collective coll, size_t bytes, const Candidate& c) const {
   BRAID_ENFORCE(c.lanes >= 1 && c.chunkBytes >= 1, ErrorCode::kInvalidUsage,
                 "cost model: candidate {} needs lanes >= 1 and a chunk (got {} lanes, {} B)",
-                algoName(c.algo), c.lanes, c.chunkBytes);
+                algorithmName(c.algo), c.lanes, c.chunkBytes);
   const double s = static_cast<double>(bytes);
   const Links links = linksFor(s);
   if (ranks() == 1) {
@@ -177,36 +145,36 @@ Prediction CostModel::predict(Coll coll, size_t bytes, const Candidate& c) const
     return {s / bytesPerUs(links.intra[0].gbps), "one rank: a local copy"};
   }
   switch (c.algo) {
-    case Algo::kRing:
+    case Algorithm::kRing:
       return ring(links, coll, s, c);
-    case Algo::kDirect:
+    case Algorithm::kOneShot:
       return direct(links, coll, s, c);
-    case Algo::kChain:
-      if (coll != Coll::kBroadcast && coll != Coll::kReduce) break;
+    case Algorithm::kChain:
+      if (coll != Collective::kBroadcast && coll != Collective::kReduce) break;
       return chain(links, s, c);
-    case Algo::kTree:
-      if (coll != Coll::kAllReduce) break;
+    case Algorithm::kTree:
+      if (coll != Collective::kAllReduce) break;
       return tree(links, s, c);
-    case Algo::kHier:
-      if (coll != Coll::kAllReduce) break;
+    case Algorithm::kHier:
+      if (coll != Collective::kAllReduce) break;
       return hier(links, s, c);
   }
-  return {kInf, fmt::format("{} does not compute {}", algoName(c.algo), collName(coll))};
+  return {kInf, fmt::format("{} does not compute {}", algorithmName(c.algo), collectiveName(coll))};
 }
 
-Prediction CostModel::ring(const Links& links, Coll coll, double s, const Candidate& c) const {
+Prediction CostModel::ring(const Links& links, Collective coll, double s, const Candidate& c) const {
   const int n = ranks();
   int steps;
   switch (coll) {
-    case Coll::kAllReduce:
+    case Collective::kAllReduce:
       steps = 2 * (n - 1);
       break;
-    case Coll::kReduceScatter:
-    case Coll::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllGather:
       steps = n - 1;
       break;
     default:
-      return {kInf, fmt::format("ring does not compute {}", collName(coll))};
+      return {kInf, fmt::format("ring does not compute {}", collectiveName(coll))};
   }
   // Each lane walks its part in rounds of one chunk per rank (comm/schedule/ring.cc); the
   // first round pays each step's latency, later rounds follow through the slots in flight.
@@ -222,10 +190,10 @@ Prediction CostModel::ring(const Links& links, Coll coll, double s, const Candid
                       sizeText(step), which)};
 }
 
-Prediction CostModel::direct(const Links& links, Coll coll, double s, const Candidate& c) const {
+Prediction CostModel::direct(const Links& links, Collective coll, double s, const Candidate& c) const {
   const int n = ranks();
-  const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
-  const double perPeer = coll == Coll::kReduceScatter || coll == Coll::kAllGather ? s / n : s;
+  const bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
+  const double perPeer = coll == Collective::kReduceScatter || coll == Collective::kAllGather ? s / n : s;
   const double chunk = static_cast<double>(c.chunkBytes);
   const double pieces = std::max(1.0, std::ceil(perPeer / chunk));
   double worstRank = 0, worstNic = 0;

@@ -23,23 +23,17 @@
 #include <string>
 #include <vector>
 
+#include "braid/types.hpp"
 #include "topology/topology.h"
 
 namespace braid::topology {
 
-/// The collectives the model prices (the topology layer's mirror of comm::Shape).
-enum class Coll : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
-/// "allreduce", "reducescatter", "allgather", "broadcast", "reduce".
-const char* collName(Coll coll);
-
-/// The algorithm families (mirror of comm::Family).
-enum class Algo : uint8_t { kRing, kDirect, kChain, kTree, kHier };
-/// "ring", "oneshot", "chain", "tree", "hier" (BRAID_ALGO's names).
-const char* algoName(Algo algo);
+// The model prices braid::Collective (isScheduled ones) run with a braid::Algorithm other than
+// kAuto (braid/types.hpp).
 
 /// One way to run a collective.
 struct Candidate {
-  Algo algo = Algo::kRing;
+  Algorithm algo = Algorithm::kRing;
   int lanes = 1;                  ///< parallel lanes (rings, chains, tree pairs, shard rings)
   size_t chunkBytes = 128 << 10;  ///< pipeline piece (the slot size for ring and direct)
 };
@@ -62,7 +56,7 @@ class CostModel {
   /// Predicted time of one collective of `bytes` in nccl-tests' size convention (all-reduce,
   /// broadcast, reduce: the buffer; reduce-scatter: one rank's whole input; all-gather: one
   /// rank's whole output), root 0 for the rooted ones. Thread-safe.
-  Prediction predict(Coll coll, size_t bytes, const Candidate& candidate) const;
+  Prediction predict(Collective coll, size_t bytes, const Candidate& candidate) const;
 
  private:
   struct NodeCost {
@@ -82,8 +76,8 @@ class CostModel {
   /// latency (first piece) or its per-piece overhead (pieces behind it).
   double slowestEdgeUs(const Links& links, int lanes, int first, bool closed, double bytes,
                        bool withLatency, std::string* which) const;
-  Prediction ring(const Links& links, Coll coll, double bytes, const Candidate& c) const;
-  Prediction direct(const Links& links, Coll coll, double bytes, const Candidate& c) const;
+  Prediction ring(const Links& links, Collective coll, double bytes, const Candidate& c) const;
+  Prediction direct(const Links& links, Collective coll, double bytes, const Candidate& c) const;
   Prediction chain(const Links& links, double bytes, const Candidate& c) const;
   Prediction tree(const Links& links, double bytes, const Candidate& c) const;
   Prediction hier(const Links& links, double bytes, const Candidate& c) const;

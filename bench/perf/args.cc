@@ -89,22 +89,22 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
     if (value == "all") {
       args.ops = allOps();
     } else {
-      auto op = parseOpName(value);
-      BRAID_ENFORCE(op.has_value(), ErrorCode::kInvalidUsage,
+      RedOp op;
+      BRAID_ENFORCE(parseRedOp(value.c_str(), &op), ErrorCode::kInvalidUsage,
                     "{}: unknown op '{}' (sum prod max min avg all)", flagLabel(flag), value);
-      args.ops = {*op};
+      args.ops = {op};
     }
   } else if (name == "datatype") {
     args.typeName = value;
     if (value == "all") {
       args.types = allTypes();
     } else {
-      auto type = parseTypeName(value);
-      BRAID_ENFORCE(type.has_value(), ErrorCode::kInvalidUsage,
+      DataType type;
+      BRAID_ENFORCE(parseDataType(value.c_str(), &type), ErrorCode::kInvalidUsage,
                     "{}: unknown datatype '{}' (int8 uint8 int32 uint32 int64 uint64 half float "
                     "double bfloat16 all)",
                     flagLabel(flag), value);
-      args.types = {*type};
+      args.types = {type};
     }
   } else if (name == "root") {
     args.root = value == "all" ? BenchArgs::kAllRoots : parseInt(flag, value, 0, INT32_MAX);
@@ -120,10 +120,9 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
     BRAID_ENFORCE(!value.empty(), ErrorCode::kInvalidUsage, "{}: empty file name", flagLabel(flag));
     args.outputFile = value;
   } else if (name == "algo") {
-    auto algo = parseAlgoName(value);
-    BRAID_ENFORCE(algo.has_value(), ErrorCode::kInvalidUsage,
-                  "{}: unknown algorithm '{}' (auto ring oneshot chain)", flagLabel(flag), value);
-    args.algorithm = *algo;
+    BRAID_ENFORCE(parseAlgorithm(value, &args.algorithm), ErrorCode::kInvalidUsage,
+                  "{}: unknown algorithm '{}' (auto ring oneshot chain tree hier)", flagLabel(flag),
+                  value);
   } else if (name == "transport") {
     BRAID_ENFORCE(value == "shm" || value == "tcp" || value == "ucx" || value == "auto",
                   ErrorCode::kInvalidUsage, "{}: unknown transport '{}' (shm tcp ucx auto)",

@@ -127,7 +127,7 @@ class Bench {
     for (const auto& line : lines) text += line;
     text += fmt::format(
         "# braid {}: {} ranks, launcher {}, transport {}, algo {}, {} API, time of {}\n#\n",
-        info_.name, nranks_, world_.launcher(), transportName(), algoName(args_.algorithm),
+        info_.name, nranks_, world_.launcher(), transportName(), algorithmName(args_.algorithm),
         args_.blocking ? "blocking" : "non-blocking", averageName());
     print(text);
   }
@@ -223,8 +223,8 @@ class Bench {
     Row row;
     row.bytes = c.bytes;
     row.count = c.paramCount;
-    row.type = typeName(type);
-    row.op = info_.hasOp ? opName(op) : "none";
+    row.type = dataTypeName(type);
+    row.op = info_.hasOp ? redOpName(op) : "none";
     row.root = info_.hasRoot ? root : -1;
 
     for (int i = 0; i < args_.warmupIters; ++i) {
@@ -252,7 +252,7 @@ class Bench {
       print(formatRow(row));
       ReportRow report{row, ""};
       try {
-        report.algoChosen = algoName(world_.comm().chosenAlgorithm(info_.kind, c.bytes));
+        report.algoChosen = algorithmName(world_.comm().chosenAlgorithm(info_.kind, c.bytes));
       } catch (const Error&) {
         // The tuner's choice is a nicety of the JSON; the run itself succeeded.
       }
@@ -268,7 +268,7 @@ class Bench {
     info.host = hostName();
     info.date = utcNow();
     info.transport = transportName();
-    info.algo = algoName(args_.algorithm);
+    info.algo = algorithmName(args_.algorithm);
     info.args = args_;
     writeReport(args_.outputFile, makeReport(info, rows_, wrongTotal_, avgBusBw));
   }

@@ -34,8 +34,8 @@ nlohmann::json makeReport(const RunInfo& info, const std::vector<ReportRow>& row
   doc["collective"] = info.collective;
   doc["ranks"] = info.ranks;
   std::vector<std::string> types, ops;
-  for (DataType t : a.types) types.emplace_back(typeName(t));
-  for (RedOp o : a.ops) ops.emplace_back(opName(o));
+  for (DataType t : a.types) types.emplace_back(dataTypeName(t));
+  for (RedOp o : a.ops) ops.emplace_back(redOpName(o));
   doc["dtype"] = joined(types);
   doc["op"] = joined(ops);
   doc["algo"] = info.algo;

@@ -90,7 +90,7 @@ Plan planOp(const DeviceOp& d, int rank, int size, const TunerConfig& tuner, siz
     step.count = d.count;
     plan.program.lanes.push_back(Lane{{step}});
     args.header.coll = Collective::kSend;
-    args.header.family = Family::kDirect;
+    args.header.family = Algorithm::kOneShot;
     args.header.root = -1;
     return plan;
   }

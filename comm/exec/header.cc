@@ -22,7 +22,7 @@ OpHeader decodeHeader(const transport::MessageMeta& m) {
   h.coll = static_cast<Collective>(m.words[1] & 0xff);
   h.dtype = static_cast<DataType>((m.words[1] >> 8) & 0xff);
   h.op = static_cast<RedOp>((m.words[1] >> 16) & 0xff);
-  h.family = static_cast<Family>((m.words[1] >> 24) & 0xff);
+  h.family = static_cast<Algorithm>((m.words[1] >> 24) & 0xff);
   h.root = static_cast<int>(uint32_t(m.words[1] >> 32)) - 1;
   h.count = m.words[2];
   h.pieceBytes = static_cast<uint32_t>(m.words[3]);
@@ -53,7 +53,7 @@ std::string describeHeader(const OpHeader& h) {
                  h.coll == Collective::kReduce;
   if (reduces) text += fmt::format(", {}", isValid(h.op) ? redOpName(h.op) : "?");
   if (h.root >= 0) text += fmt::format(", root {}", h.root);
-  text += fmt::format(", {}, {}-byte pieces)", familyName(h.family), h.pieceBytes);
+  text += fmt::format(", {}, {}-byte pieces)", algorithmName(h.family), h.pieceBytes);
   return text;
 }
 

@@ -16,7 +16,7 @@ struct OpHeader {
   Collective coll = Collective::kAllReduce;
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
-  Family family = Family::kRing;
+  Algorithm family = Algorithm::kRing;
   int root = -1;
   uint64_t count = 0;
   uint32_t pieceBytes = 0;  ///< slot payload size (ranks must agree on BRAID_CHUNK)

@@ -19,7 +19,7 @@ RankProgram buildChain(const ScheduleSpec& spec, int rank) {
       l.steps.push_back(
           makeStep(prim, lane, recvPeer, sendPeer, {srcBuf, pb}, {dstBuf, pb}, pc, fin));
     };
-    if (spec.shape == Shape::kBroadcast) {
+    if (spec.shape == Collective::kBroadcast) {
       if (pos == 0) {
         if (!spec.inPlace) add(Prim::kCopy, -1, -1, Buf::kInput, Buf::kOutput, false);
         if (away >= 0) add(Prim::kSend, -1, away, Buf::kInput, Buf::kOutput, false);

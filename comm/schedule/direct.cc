@@ -23,17 +23,17 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
     for (int k = 1; k < n; ++k) fn((rank + k) % n);
   };
   switch (spec.shape) {
-    case Shape::kAllReduce:
+    case Collective::kAllReduce:
       others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
       steps.push_back(
           make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0), count, true));
       break;
-    case Shape::kReduceScatter:
+    case Collective::kReduceScatter:
       others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(q * count), {}, count)); });
       steps.push_back(make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(rank * count),
                            out(0), count, true));
       break;
-    case Shape::kAllGather:
+    case Collective::kAllGather:
       others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
       if (!spec.inPlace)
         steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(rank * count), count));
@@ -41,7 +41,7 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
         if (q != rank) steps.push_back(make(Prim::kRecv, q, -1, {}, out(q * count), count));
       }
       break;
-    case Shape::kBroadcast:
+    case Collective::kBroadcast:
       if (rank == spec.root) {
         others([&](int q) { steps.push_back(make(Prim::kSend, -1, q, in(0), {}, count)); });
         if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(0), count));
@@ -49,7 +49,7 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
         steps.push_back(make(Prim::kRecv, spec.root, -1, {}, out(0), count));
       }
       break;
-    case Shape::kReduce:
+    case Collective::kReduce:
       if (rank == spec.root) {
         steps.push_back(
             make(n == 1 ? Prim::kCopy : Prim::kGatherReduce, -1, -1, in(0), out(0), count, true));

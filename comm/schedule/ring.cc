@@ -143,13 +143,13 @@ RankProgram buildRing(const ScheduleSpec& spec, int rank) {
   RankProgram program;
   for (int lane = 0; lane < spec.lanes; ++lane) {
     switch (spec.shape) {
-      case Shape::kAllReduce:
+      case Collective::kAllReduce:
         program.lanes.push_back(allReduceLane(spec, rank, lane));
         break;
-      case Shape::kReduceScatter:
+      case Collective::kReduceScatter:
         program.lanes.push_back(reduceScatterLane(spec, rank, lane));
         break;
-      case Shape::kAllGather:
+      case Collective::kAllGather:
         program.lanes.push_back(allGatherLane(spec, rank, lane));
         break;
       default:

@@ -45,84 +45,52 @@ bool primWrites(Prim prim) {
          prim == Prim::kRecvCopySend || prim == Prim::kCopy || prim == Prim::kGatherReduce;
 }
 
-const char* shapeName(Shape shape) {
-  switch (shape) {
-    case Shape::kAllReduce:
-      return "allreduce";
-    case Shape::kReduceScatter:
-      return "reducescatter";
-    case Shape::kAllGather:
-      return "allgather";
-    case Shape::kBroadcast:
-      return "broadcast";
-    case Shape::kReduce:
-      return "reduce";
-  }
-  return "?";
-}
-
-const char* familyName(Family family) {
-  switch (family) {
-    case Family::kRing:
-      return "ring";
-    case Family::kDirect:
-      return "oneshot";
-    case Family::kChain:
-      return "chain";
-    case Family::kTree:
-      return "tree";
-    case Family::kHier:
-      return "hier";
-  }
-  return "?";
-}
-
 size_t inputCount(const ScheduleSpec& spec) {
-  return spec.shape == Shape::kReduceScatter ? spec.count * spec.nranks : spec.count;
+  return spec.shape == Collective::kReduceScatter ? spec.count * spec.nranks : spec.count;
 }
 
 size_t outputCount(const ScheduleSpec& spec) {
-  return spec.shape == Shape::kAllGather ? spec.count * spec.nranks : spec.count;
+  return spec.shape == Collective::kAllGather ? spec.count * spec.nranks : spec.count;
 }
 
-bool familySupports(Family family, Shape shape) {
+bool familySupports(Algorithm family, Collective shape) {
   switch (family) {
-    case Family::kRing:
-      return shape == Shape::kAllReduce || shape == Shape::kReduceScatter ||
-             shape == Shape::kAllGather;
-    case Family::kDirect:
+    case Algorithm::kRing:
+      return shape == Collective::kAllReduce || shape == Collective::kReduceScatter ||
+             shape == Collective::kAllGather;
+    case Algorithm::kOneShot:
       return true;
-    case Family::kChain:
-      return shape == Shape::kBroadcast || shape == Shape::kReduce;
-    case Family::kTree:
-    case Family::kHier:
-      return shape == Shape::kAllReduce;
+    case Algorithm::kChain:
+      return shape == Collective::kBroadcast || shape == Collective::kReduce;
+    case Algorithm::kTree:
+    case Algorithm::kHier:
+      return shape == Collective::kAllReduce;
   }
   return false;
 }
 
-int channelsUsed(Family family, int lanes) {
-  if (family == Family::kTree) return treeLaneCount(lanes);
-  return family == Family::kDirect ? 1 : std::max(lanes, 1);
+int channelsUsed(Algorithm family, int lanes) {
+  if (family == Algorithm::kTree) return treeLaneCount(lanes);
+  return family == Algorithm::kOneShot ? 1 : std::max(lanes, 1);
 }
 
 RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
   BRAID_ENFORCE(spec.nranks >= 1 && rank >= 0 && rank < spec.nranks, ErrorCode::kInvalidUsage,
                 "schedule: rank {} outside 0..{}", rank, spec.nranks - 1);
   BRAID_ENFORCE(familySupports(spec.family, spec.shape), ErrorCode::kInvalidUsage,
-                "algorithm '{}' cannot run {}", familyName(spec.family), shapeName(spec.shape));
+                "algorithm '{}' cannot run {}", algorithmName(spec.family), collectiveName(spec.shape));
   BRAID_ENFORCE(spec.lanes >= 1, ErrorCode::kInvalidUsage, "schedule needs at least one lane");
   if (spec.count == 0) return RankProgram{};
   switch (spec.family) {
-    case Family::kRing:
+    case Algorithm::kRing:
       return buildRing(spec, rank);
-    case Family::kDirect:
+    case Algorithm::kOneShot:
       return buildDirect(spec, rank);
-    case Family::kChain:
+    case Algorithm::kChain:
       return buildChain(spec, rank);
-    case Family::kTree:
+    case Algorithm::kTree:
       return buildTree(spec, rank);
-    case Family::kHier:
+    case Algorithm::kHier:
       return buildHier(spec, rank);
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");

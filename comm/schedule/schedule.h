@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "braid/types.hpp"
+
 namespace braid::comm {
 
 /// The primitives. "slot" is the message received from recvPeer; "out" is the message sent to
@@ -59,17 +61,12 @@ struct RankProgram {
   std::vector<Lane> lanes;
 };
 
-/// What is being computed, independent of any rank.
-enum class Shape : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
-const char* shapeName(Shape shape);
-
-/// Which family of schedules. (The public braid::Algorithm maps onto this.)
-enum class Family : uint8_t { kRing, kDirect, kChain, kTree, kHier };
-const char* familyName(Family family);
+// What is computed is a braid::Collective (isScheduled ones) and how, a braid::Algorithm other
+// than kAuto (braid/types.hpp).
 
 struct ScheduleSpec {
-  Shape shape = Shape::kAllReduce;
-  Family family = Family::kRing;
+  Collective shape = Collective::kAllReduce;
+  Algorithm family = Algorithm::kRing;
   int nranks = 1;
   size_t count = 0;  ///< allreduce/broadcast/reduce: buffer elements; reduceScatter: recv count
                      ///< per rank; allGather: send count per rank
@@ -92,11 +89,11 @@ size_t inputCount(const ScheduleSpec& spec);
 size_t outputCount(const ScheduleSpec& spec);
 
 /// Whether `family` can compute `shape` (e.g. chain does broadcast and reduce only).
-bool familySupports(Family family, Shape shape);
+bool familySupports(Algorithm family, Collective shape);
 
 /// Channels per peer that schedules of `family` with `lanes` lanes use (the endpoint must have at
 /// least this many): tree needs two (one per tree), the others one per lane.
-int channelsUsed(Family family, int lanes);
+int channelsUsed(Algorithm family, int lanes);
 
 /// The program of one rank. Throws braid::Error(kInvalidUsage) for an unsupported combination.
 RankProgram buildProgram(const ScheduleSpec& spec, int rank);

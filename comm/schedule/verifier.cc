@@ -80,14 +80,14 @@ class Simulator {
         v.index = static_cast<int64_t>(i);
         return v;
       };
-      if (spec_.inPlace && spec_.shape == Shape::kAllGather) {
+      if (spec_.inPlace && spec_.shape == Collective::kAllGather) {
         rs.output.assign(outCount, garbage);
         for (size_t i = 0; i < spec_.count; ++i) rs.output[r * spec_.count + i] = element(i);
       } else {
         for (size_t i = 0; i < inCount; ++i) rs.input.push_back(element(i));
         if (!spec_.inPlace) rs.output.assign(outCount, garbage);
       }
-      if (spec_.inPlace && spec_.shape == Shape::kReduceScatter) rs.outputBase = r * spec_.count;
+      if (spec_.inPlace && spec_.shape == Collective::kReduceScatter) rs.outputBase = r * spec_.count;
       rs.step.assign(rs.program.lanes.size(), 0);
       rs.piece.assign(rs.program.lanes.size(), 0);
     }
@@ -124,7 +124,7 @@ class Simulator {
   Sym& at(int r, Buf buf, size_t i) {
     RankState& rs = ranks_[r];
     if (!rs.inPlace) return buf == Buf::kInput ? rs.input.at(i) : rs.output.at(i);
-    if (spec_.shape == Shape::kAllGather) {
+    if (spec_.shape == Collective::kAllGather) {
       return buf == Buf::kInput ? rs.output.at(r * spec_.count + i) : rs.output.at(i);
     }
     return buf == Buf::kInput ? rs.input.at(i) : rs.input.at(rs.outputBase + i);
@@ -271,28 +271,28 @@ class Simulator {
     const int n = spec_.nranks;
     const size_t outCount = outputCount(spec_);
     for (int r = 0; r < n; ++r) {
-      bool hasResult = !(spec_.shape == Shape::kReduce && r != spec_.root);
+      bool hasResult = !(spec_.shape == Collective::kReduce && r != spec_.root);
       if (!hasResult) continue;
       for (size_t i = 0; i < outCount; ++i) {
         Sym want;
         want.counts.assign(n, 0);
         want.index = static_cast<int64_t>(i);
         switch (spec_.shape) {
-          case Shape::kAllReduce:
-          case Shape::kReduce:
+          case Collective::kAllReduce:
+          case Collective::kReduce:
             want.counts.assign(n, 1);
             want.finalized = 1;
             break;
-          case Shape::kReduceScatter:
+          case Collective::kReduceScatter:
             want.counts.assign(n, 1);
             want.finalized = 1;
             want.index = static_cast<int64_t>(r * spec_.count + i);
             break;
-          case Shape::kAllGather:
+          case Collective::kAllGather:
             want.counts[i / spec_.count] = 1;
             want.index = static_cast<int64_t>(i % spec_.count);
             break;
-          case Shape::kBroadcast:
+          case Collective::kBroadcast:
             want.counts[spec_.root] = 1;
             break;
         }
@@ -352,8 +352,8 @@ std::string verifySchedule(const ScheduleSpec& spec, const VerifyOptions& option
     try {
       programs.push_back(buildProgram(spec, r));
     } catch (const std::exception& e) {
-      return fmt::format("{} {} n={}: rank {}: generator failed: {}", familyName(spec.family),
-                         shapeName(spec.shape), spec.nranks, r, e.what());
+      return fmt::format("{} {} n={}: rank {}: generator failed: {}", algorithmName(spec.family),
+                         collectiveName(spec.shape), spec.nranks, r, e.what());
     }
   }
   return verifyPrograms(spec, programs, options);
@@ -369,8 +369,8 @@ std::string verifyPrograms(const ScheduleSpec& spec, const std::vector<RankProgr
     result = sim.run();
   }
   if (result.empty()) return result;
-  return fmt::format("{} {} n={} count={} root={} lanes={} {}: {}", familyName(spec.family),
-                     shapeName(spec.shape), spec.nranks, spec.count, spec.root, spec.lanes,
+  return fmt::format("{} {} n={} count={} root={} lanes={} {}: {}", algorithmName(spec.family),
+                     collectiveName(spec.shape), spec.nranks, spec.count, spec.root, spec.lanes,
                      spec.inPlace ? "in-place" : "out-of-place", result);
 }
 

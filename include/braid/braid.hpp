@@ -25,31 +25,10 @@
 
 namespace braid {
 
-/// Which collective algorithm to run (kAuto lets the tuner choose). BRAID_ALGO overrides kAuto.
-enum class Algorithm : uint8_t {
-  kAuto = 0,
-  kRing = 1,
-  kOneShot = 2,
-  kChain = 3,
-  kTree = 4,  ///< double binary tree (latency-bound sizes)
-  kHier = 5,  ///< hierarchical: intra-node reduce-scatter, inter-node all-reduce, all-gather
-};
-const char* algorithmName(Algorithm algo);
-/// Parses "auto", "ring", "oneshot", "chain"; false on an unknown name.
-bool parseAlgorithm(const std::string& name, Algorithm* out);
-
-/// Collective kinds (also carried in every message header for the mismatch check).
-enum class Collective : uint8_t {
-  kAllReduce = 1,
-  kReduceScatter = 2,
-  kAllGather = 3,
-  kBroadcast = 4,
-  kReduce = 5,
-  kSend = 6,
-  kRecv = 7,
-  kBarrier = 8,
-};
-const char* collectiveName(Collective coll);
+/// Parses an algorithm name (see algorithmName in braid/types.hpp); false on an unknown one.
+inline bool parseAlgorithm(const std::string& name, Algorithm* out) {
+  return parseAlgorithm(name.c_str(), out);
+}
 
 /// NCCL-style opaque id: rank 0 makes one with Communicator::uniqueId() and hands it to the other
 /// ranks out of band (MPI_Bcast, a file, ...). It holds rank 0's store address and job secret.

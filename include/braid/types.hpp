@@ -1,5 +1,7 @@
-// Element types and reduction operators: the public vocabulary every layer shares (kernels, wire
-// headers, the C++ and C APIs). Includes nothing of braid's.
+// The vocabulary every layer shares (kernels, schedules, the cost model, wire headers, benches,
+// the C++ and C APIs): element types, reduction operators, collectives and algorithms, one enum
+// each with one name table (common/vocabulary.cc). Subsets are predicates, not other enums.
+// Includes nothing of braid's.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +52,49 @@ constexpr size_t dataTypeSize(DataType type) {
 constexpr bool isValid(DataType type) { return static_cast<unsigned>(type) < kNumDataTypes; }
 constexpr bool isValid(RedOp op) { return static_cast<unsigned>(op) < kNumRedOps; }
 
+/// Collective kinds. Values are stable: every message header carries one (the mismatch check).
+enum class Collective : uint8_t {
+  kAllReduce = 1,
+  kReduceScatter = 2,
+  kAllGather = 3,
+  kBroadcast = 4,
+  kReduce = 5,
+  kSend = 6,
+  kRecv = 7,
+  kBarrier = 8,
+};
+
+/// Collective algorithms. kAuto lets the tuner choose (BRAID_ALGO overrides it); the others name
+/// a schedule family. Values are stable (message headers).
+enum class Algorithm : uint8_t {
+  kAuto = 0,
+  kRing = 1,
+  kOneShot = 2,  ///< direct: every rank exchanges with every other in one step (small sizes)
+  kChain = 3,    ///< pipelined chain (broadcast, reduce)
+  kTree = 4,     ///< double binary tree (latency-bound all-reduce)
+  kHier = 5,     ///< hierarchical: intra-node reduce-scatter, inter-node all-reduce, all-gather
+};
+
+/// The collectives that have schedules of their own (send, recv and barrier run on others').
+constexpr bool isScheduled(Collective coll) {
+  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
+         coll == Collective::kAllGather || coll == Collective::kBroadcast ||
+         coll == Collective::kReduce;
+}
+/// Broadcast and reduce: a root rank.
+constexpr bool isRooted(Collective coll) {
+  return coll == Collective::kBroadcast || coll == Collective::kReduce;
+}
+/// The collectives that apply a reduction op.
+constexpr bool reduces(Collective coll) {
+  return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
+         coll == Collective::kReduce;
+}
+/// Point-to-point: send and recv.
+constexpr bool isPointToPoint(Collective coll) {
+  return coll == Collective::kSend || coll == Collective::kRecv;
+}
+
 /// nccl-tests' names: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16.
 const char* dataTypeName(DataType type);
 /// sum prod max min avg.
@@ -58,5 +103,11 @@ const char* redOpName(RedOp op);
 /// returns false on an unknown name.
 bool parseDataType(const char* name, DataType* out);
 bool parseRedOp(const char* name, RedOp* out);
+/// allreduce reducescatter allgather broadcast reduce send recv barrier.
+const char* collectiveName(Collective coll);
+/// auto ring oneshot chain tree hier (BRAID_ALGO's names; "direct" is parsed as oneshot).
+const char* algorithmName(Algorithm algo);
+bool parseCollective(const char* name, Collective* out);
+bool parseAlgorithm(const char* name, Algorithm* out);
 
 }  // namespace braid

@@ -96,8 +96,14 @@ TEST(PerfArgs, AllTypesOpsRoots) {
   EXPECT_EQ(parse({"-d", "uint64"}).types[0], DataType::kUint64);
   EXPECT_EQ(parse({"-o", "avg"}).ops[0], RedOp::kAvg);
   EXPECT_EQ(parse({"-r", "3"}).root, 3);
-  for (DataType t : allTypes()) EXPECT_EQ(parseTypeName(typeName(t)), t);
-  for (RedOp o : allOps()) EXPECT_EQ(parseOpName(opName(o)), o);
+  for (DataType t : allTypes()) {
+    DataType parsed;
+    EXPECT_TRUE(parseDataType(dataTypeName(t), &parsed) && parsed == t) << dataTypeName(t);
+  }
+  for (RedOp o : allOps()) {
+    RedOp parsed;
+    EXPECT_TRUE(parseRedOp(redOpName(o), &parsed) && parsed == o) << redOpName(o);
+  }
 }
 
 TEST(PerfArgs, BadValuesAreRejectedWithAMessage) {

@@ -28,10 +28,6 @@ bool algorithmRuns(Algorithm algo, Collective coll) {
   return true;
 }
 
-bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
-
 struct Case {
   Collective coll;
   DataType type;

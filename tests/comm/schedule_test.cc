@@ -9,30 +9,30 @@
 namespace braid::comm {
 namespace {
 
-const Shape kShapes[] = {Shape::kAllReduce, Shape::kReduceScatter, Shape::kAllGather,
-                         Shape::kBroadcast, Shape::kReduce};
-const Family kFamilies[] = {Family::kRing, Family::kDirect, Family::kChain};
+const Collective kShapes[] = {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                         Collective::kBroadcast, Collective::kReduce};
+const Algorithm kFamilies[] = {Algorithm::kRing, Algorithm::kOneShot, Algorithm::kChain};
 
 TEST(Schedule, EveryGeneratedScheduleIsCorrectForRanks1To16) {
   int verified = 0;
-  for (Family family : kFamilies) {
-    for (Shape shape : kShapes) {
+  for (Algorithm family : kFamilies) {
+    for (Collective shape : kShapes) {
       if (!familySupports(family, shape)) continue;
       for (int n = 1; n <= 16; ++n) {
         for (size_t count : {size_t{1}, size_t{2}, size_t(n), size_t(2 * n + 1), size_t{37}}) {
           for (int lanes : {1, 2, 3}) {
-            if (family == Family::kDirect && lanes > 1) continue;
+            if (family == Algorithm::kOneShot && lanes > 1) continue;
             for (bool inPlace : {false, true}) {
               for (int root : {0, n - 1, n / 2}) {
                 for (size_t perPiece : {size_t{0}, size_t{1}, size_t{3}}) {
                   // Direct schedules send everything before receiving: they need K*piece >= count
                   // (the tuner only picks them below that); give them enough slots.
-                  int slots = family == Family::kDirect ? int(count) + 1 : 2;
+                  int slots = family == Algorithm::kOneShot ? int(count) + 1 : 2;
                   ScheduleSpec spec{shape, family, n, count, root, lanes, inPlace, perPiece, {}};
                   ASSERT_EQ(verifySchedule(spec, VerifyOptions{slots}), "");
                   ++verified;
                 }
-                if (shape != Shape::kBroadcast && shape != Shape::kReduce) break;
+                if (shape != Collective::kBroadcast && shape != Collective::kReduce) break;
               }
             }
           }
@@ -44,7 +44,7 @@ TEST(Schedule, EveryGeneratedScheduleIsCorrectForRanks1To16) {
 }
 
 TEST(Schedule, UnsupportedFamilyIsRejected) {
-  ScheduleSpec spec{Shape::kAllReduce, Family::kChain, 4, 10, 0, 1, false, 0, {}};
+  ScheduleSpec spec{Collective::kAllReduce, Algorithm::kChain, 4, 10, 0, 1, false, 0, {}};
   EXPECT_THROW(buildProgram(spec, 0), Error);
   EXPECT_NE(verifySchedule(spec), "");
 }
@@ -56,14 +56,14 @@ std::vector<RankProgram> programsFor(const ScheduleSpec& spec) {
 }
 
 TEST(Verifier, CatchesADroppedStep) {
-  ScheduleSpec spec{Shape::kAllReduce, Family::kRing, 4, 40, 0, 1, false, 3, {}};
+  ScheduleSpec spec{Collective::kAllReduce, Algorithm::kRing, 4, 40, 0, 1, false, 3, {}};
   auto programs = programsFor(spec);
   programs[2].lanes[0].steps.pop_back();  // rank 2 never receives its last chunk
   EXPECT_NE(verifyPrograms(spec, programs), "");
 }
 
 TEST(Verifier, CatchesAWrongChunk) {
-  ScheduleSpec spec{Shape::kAllReduce, Family::kRing, 3, 30, 0, 1, false, 0, {}};
+  ScheduleSpec spec{Collective::kAllReduce, Algorithm::kRing, 3, 30, 0, 1, false, 0, {}};
   auto programs = programsFor(spec);
   programs[1].lanes[0].steps[0].src.offset += 10;  // sends the wrong chunk (same size)
   std::string result = verifyPrograms(spec, programs);
@@ -71,7 +71,7 @@ TEST(Verifier, CatchesAWrongChunk) {
 }
 
 TEST(Verifier, CatchesADoubleReduction) {
-  ScheduleSpec spec{Shape::kReduce, Family::kChain, 3, 9, 0, 1, false, 0, {}};
+  ScheduleSpec spec{Collective::kReduce, Algorithm::kChain, 3, 9, 0, 1, false, 0, {}};
   auto programs = programsFor(spec);
   // The middle rank forwards its input reduced twice.
   programs[1].lanes[0].steps[0].prim = Prim::kRecvReduceSend;
@@ -83,7 +83,7 @@ TEST(Verifier, CatchesADoubleReduction) {
 }
 
 TEST(Verifier, CatchesADeadlock) {
-  ScheduleSpec spec{Shape::kAllReduce, Family::kRing, 2, 10, 0, 1, false, 5, {}};
+  ScheduleSpec spec{Collective::kAllReduce, Algorithm::kRing, 2, 10, 0, 1, false, 5, {}};
   auto programs = programsFor(spec);
   // Both ranks receive before they send.
   for (auto& p : programs) std::swap(p.lanes[0].steps[0], p.lanes[0].steps[1]);
@@ -92,7 +92,7 @@ TEST(Verifier, CatchesADeadlock) {
 }
 
 TEST(Verifier, CatchesAMissingFinalize) {
-  ScheduleSpec spec{Shape::kReduceScatter, Family::kRing, 3, 5, 0, 1, false, 0, {}};
+  ScheduleSpec spec{Collective::kReduceScatter, Algorithm::kRing, 3, 5, 0, 1, false, 0, {}};
   auto programs = programsFor(spec);
   programs[0].lanes[0].steps.back().finalize = false;
   EXPECT_NE(verifyPrograms(spec, programs), "");

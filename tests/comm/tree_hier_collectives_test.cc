@@ -130,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Threads, TreeAllReduce, ::testing::Range(1, 17),
                            return fmt::format("{}ranks", info.param);
                          });
 
-struct Shape {
+struct NodeLayout {
   const char* name;
   std::vector<int> nodeOf;
   int rotation = 0;  // which (count, placement) each dtype x op gets
@@ -164,10 +164,10 @@ std::vector<Case> rotatedMatrix(int offset) {
   return cases;
 }
 
-class HierAllReduce : public ::testing::TestWithParam<Shape> {};
+class HierAllReduce : public ::testing::TestWithParam<NodeLayout> {};
 
 TEST_P(HierAllReduce, EveryTypeAndOpMatchesTheReference) {
-  const Shape& shape = GetParam();
+  const NodeLayout& shape = GetParam();
   const int n = static_cast<int>(shape.nodeOf.size());
   runAndCheck(n, onNodes(smallSlots(Algorithm::kHier), shape.nodeOf),
               rotatedMatrix(shape.rotation));
@@ -175,11 +175,11 @@ TEST_P(HierAllReduce, EveryTypeAndOpMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     FakeNodes, HierAllReduce,
-    ::testing::Values(Shape{"2x4", blocks({4, 4}), 0}, Shape{"3x3", blocks({3, 3, 3}), 1},
-                      Shape{"4x1", blocks({1, 1, 1, 1}), 2}, Shape{"2plus3", blocks({2, 3}), 3},
-                      Shape{"1plus1plus3", blocks({1, 1, 3}), 5},
-                      Shape{"interleaved2x3", {0, 1, 0, 1, 0, 1}, 6}),
-    [](const ::testing::TestParamInfo<Shape>& info) { return std::string(info.param.name); });
+    ::testing::Values(NodeLayout{"2x4", blocks({4, 4}), 0}, NodeLayout{"3x3", blocks({3, 3, 3}), 1},
+                      NodeLayout{"4x1", blocks({1, 1, 1, 1}), 2}, NodeLayout{"2plus3", blocks({2, 3}), 3},
+                      NodeLayout{"1plus1plus3", blocks({1, 1, 3}), 5},
+                      NodeLayout{"interleaved2x3", {0, 1, 0, 1, 0, 1}, 6}),
+    [](const ::testing::TestParamInfo<NodeLayout>& info) { return std::string(info.param.name); });
 
 // The communicator groups ranks by host key (Options::hostName here) in order of first rank.
 TEST(NodeLayout, RecordedFromHostNames) {

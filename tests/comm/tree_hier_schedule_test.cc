@@ -17,8 +17,8 @@ constexpr size_t kCounts[] = {0, 1, 2, 7, 1023};
 
 ScheduleSpec treeSpec(int n, size_t count, int lanes, bool inPlace, size_t perPiece) {
   ScheduleSpec spec;
-  spec.shape = Shape::kAllReduce;
-  spec.family = Family::kTree;
+  spec.shape = Collective::kAllReduce;
+  spec.family = Algorithm::kTree;
   spec.nranks = n;
   spec.count = count;
   spec.lanes = lanes;
@@ -30,7 +30,7 @@ ScheduleSpec treeSpec(int n, size_t count, int lanes, bool inPlace, size_t perPi
 ScheduleSpec hierSpec(const std::vector<int>& nodeOf, size_t count, int lanes, bool inPlace,
                       size_t perPiece) {
   ScheduleSpec spec = treeSpec(static_cast<int>(nodeOf.size()), count, lanes, inPlace, perPiece);
-  spec.family = Family::kHier;
+  spec.family = Algorithm::kHier;
   spec.nodeOf = nodeOf;
   return spec;
 }
@@ -49,15 +49,15 @@ std::vector<RankProgram> programsFor(const ScheduleSpec& spec) {
 }
 
 TEST(TreeSchedule, OnlyAllReduceIsSupported) {
-  for (Family f : {Family::kTree, Family::kHier}) {
-    EXPECT_TRUE(familySupports(f, Shape::kAllReduce));
-    for (Shape s : {Shape::kReduceScatter, Shape::kAllGather, Shape::kBroadcast, Shape::kReduce})
-      EXPECT_FALSE(familySupports(f, s)) << familyName(f) << " " << shapeName(s);
+  for (Algorithm f : {Algorithm::kTree, Algorithm::kHier}) {
+    EXPECT_TRUE(familySupports(f, Collective::kAllReduce));
+    for (Collective s : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast, Collective::kReduce})
+      EXPECT_FALSE(familySupports(f, s)) << algorithmName(f) << " " << collectiveName(s);
   }
-  EXPECT_EQ(channelsUsed(Family::kTree, 1), 2);
-  EXPECT_EQ(channelsUsed(Family::kTree, 3), 2);
-  EXPECT_EQ(channelsUsed(Family::kTree, 4), 4);
-  EXPECT_EQ(channelsUsed(Family::kHier, 3), 3);
+  EXPECT_EQ(channelsUsed(Algorithm::kTree, 1), 2);
+  EXPECT_EQ(channelsUsed(Algorithm::kTree, 3), 2);
+  EXPECT_EQ(channelsUsed(Algorithm::kTree, 4), 4);
+  EXPECT_EQ(channelsUsed(Algorithm::kHier, 3), 3);
 }
 
 // Both trees span all ranks, are binary, and no rank is interior in both.

@@ -45,11 +45,6 @@ struct Call {
   int root = 0;
 };
 
-bool rooted(Collective c) { return c == Collective::kBroadcast || c == Collective::kReduce; }
-bool reducing(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter ||
-         c == Collective::kReduce;
-}
 
 // What the deviating rank calls instead.
 Call deviate(Call call, Field field, int n) {
@@ -118,8 +113,8 @@ TEST_P(MismatchMatrix, EveryFieldEveryCollectiveIsAMismatchOnEveryRank) {
     for (size_t count : p.counts) {
       for (Collective coll : colls) {
         for (Field field : fields) {
-          if (field == Field::kOp && !reducing(coll)) continue;
-          if (field == Field::kRoot && !rooted(coll)) continue;
+          if (field == Field::kOp && !reduces(coll)) continue;
+          if (field == Field::kRoot && !isRooted(coll)) continue;
           const int deviant = (cases++ * 5 + 1) % n;
           const Call base{coll, count};
           const Call odd = deviate(base, field, n);

@@ -8,9 +8,9 @@
 namespace braid::topology {
 namespace {
 
-constexpr Coll kColls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather,
-                           Coll::kBroadcast, Coll::kReduce};
-constexpr Algo kAlgos[] = {Algo::kRing, Algo::kDirect, Algo::kChain, Algo::kTree, Algo::kHier};
+constexpr Collective kColls[] = {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                           Collective::kBroadcast, Collective::kReduce};
+constexpr Algorithm kAlgos[] = {Algorithm::kRing, Algorithm::kOneShot, Algorithm::kChain, Algorithm::kTree, Algorithm::kHier};
 
 ClusterGraph twoByTwoSlowNet() {
   ClusterGraph g = uniformGraph(2, 2);
@@ -22,8 +22,8 @@ TEST(CostModel, MonotoneInBytes) {
   for (const ClusterGraph& g : {uniformGraph(1, 2), uniformGraph(1, 5), twoByTwoSlowNet(),
                                 uniformGraph(8, 4), uniformGraph(3, 1)}) {
     CostModel model(g);
-    for (Coll coll : kColls) {
-      for (Algo algo : kAlgos) {
+    for (Collective coll : kColls) {
+      for (Algorithm algo : kAlgos) {
         for (int lanes : {1, 2, 4}) {
           for (size_t chunk : {size_t(32) << 10, size_t(128) << 10}) {
             double last = 0;
@@ -32,7 +32,7 @@ TEST(CostModel, MonotoneInBytes) {
               if (!std::isfinite(t)) continue;
               EXPECT_GT(t, 0);
               EXPECT_GE(t, last * (1 - 1e-12))
-                  << collName(coll) << " " << algoName(algo) << " lanes " << lanes << " chunk "
+                  << collectiveName(coll) << " " << algorithmName(algo) << " lanes " << lanes << " chunk "
                   << chunk << " at " << bytes << " B on " << g.size() << " ranks";
               last = t;
             }
@@ -45,24 +45,24 @@ TEST(CostModel, MonotoneInBytes) {
 
 TEST(CostModel, UnsupportedCombinationsAreInfinite) {
   CostModel model(twoByTwoSlowNet());
-  EXPECT_TRUE(std::isinf(model.predict(Coll::kAllReduce, 1024, {Algo::kChain, 1}).timeUs));
-  EXPECT_TRUE(std::isinf(model.predict(Coll::kBroadcast, 1024, {Algo::kRing, 1}).timeUs));
-  EXPECT_TRUE(std::isinf(model.predict(Coll::kAllGather, 1024, {Algo::kTree, 1}).timeUs));
+  EXPECT_TRUE(std::isinf(model.predict(Collective::kAllReduce, 1024, {Algorithm::kChain, 1}).timeUs));
+  EXPECT_TRUE(std::isinf(model.predict(Collective::kBroadcast, 1024, {Algorithm::kRing, 1}).timeUs));
+  EXPECT_TRUE(std::isinf(model.predict(Collective::kAllGather, 1024, {Algorithm::kTree, 1}).timeUs));
   CostModel oneNode(uniformGraph(1, 4));
-  EXPECT_TRUE(std::isinf(oneNode.predict(Coll::kAllReduce, 1024, {Algo::kHier, 1}).timeUs));
+  EXPECT_TRUE(std::isinf(oneNode.predict(Collective::kAllReduce, 1024, {Algorithm::kHier, 1}).timeUs));
   CostModel onePerNode(uniformGraph(4, 1));
-  EXPECT_TRUE(std::isinf(onePerNode.predict(Coll::kAllReduce, 1024, {Algo::kHier, 1}).timeUs));
+  EXPECT_TRUE(std::isinf(onePerNode.predict(Collective::kAllReduce, 1024, {Algorithm::kHier, 1}).timeUs));
 }
 
 TEST(CostModel, RingApproachesTheBusBandwidth) {
   // Two shm ranks, 256 MiB: busbw of a ring is the link's bandwidth (bench/RESULTS.md ~9.4).
   CostModel model(uniformGraph(1, 2));
   const double bytes = 256.0 * (1 << 20);
-  double t = model.predict(Coll::kAllReduce, 256u << 20, {Algo::kRing, 1, 128 << 10}).timeUs;
+  double t = model.predict(Collective::kAllReduce, 256u << 20, {Algorithm::kRing, 1, 128 << 10}).timeUs;
   double busbw = bytes / (t * 1e3) * 2 * (2 - 1) / 2;
   EXPECT_NEAR(busbw, defaultShmLink().gbps, 0.5);
   // 8 B one-shot: one latency.
-  double tiny = model.predict(Coll::kAllReduce, 8, {Algo::kDirect, 1, 128 << 10}).timeUs;
+  double tiny = model.predict(Collective::kAllReduce, 8, {Algorithm::kOneShot, 1, 128 << 10}).timeUs;
   EXPECT_NEAR(tiny, defaultShmLink().latencyUs, 0.05);
 }
 
@@ -70,8 +70,8 @@ TEST(CostModel, RanksBeyondCpusSlowSharedMemory) {
   ClusterGraph free = uniformGraph(1, 4);
   ClusterGraph crowded = free;
   crowded.nodes[0].cpus = 2;
-  double a = CostModel(free).predict(Coll::kAllReduce, 64u << 20, {Algo::kRing, 1}).timeUs;
-  double b = CostModel(crowded).predict(Coll::kAllReduce, 64u << 20, {Algo::kRing, 1}).timeUs;
+  double a = CostModel(free).predict(Collective::kAllReduce, 64u << 20, {Algorithm::kRing, 1}).timeUs;
+  double b = CostModel(crowded).predict(Collective::kAllReduce, 64u << 20, {Algorithm::kRing, 1}).timeUs;
   EXPECT_NEAR(b / a, 2.0, 0.1);
 }
 
@@ -87,31 +87,31 @@ TEST(CostModel, NicIsSharedByTheConnectionsCrossingIt) {
   }
   CostModel model(g);
   const size_t bytes = size_t(1) << 30;
-  double one = model.predict(Coll::kAllReduce, bytes, {Algo::kRing, 1}).timeUs;
-  double two = model.predict(Coll::kAllReduce, bytes, {Algo::kRing, 2}).timeUs;
-  double four = model.predict(Coll::kAllReduce, bytes, {Algo::kRing, 4}).timeUs;
+  double one = model.predict(Collective::kAllReduce, bytes, {Algorithm::kRing, 1}).timeUs;
+  double two = model.predict(Collective::kAllReduce, bytes, {Algorithm::kRing, 2}).timeUs;
+  double four = model.predict(Collective::kAllReduce, bytes, {Algorithm::kRing, 4}).timeUs;
   EXPECT_LT(two, one * 0.6);
   EXPECT_GT(four, two * 0.9);
   // Hier: 4 shard rings share the 20 GB/s NIC; giving each node 4 NICs speeds it up.
-  double hier = model.predict(Coll::kAllReduce, bytes, {Algo::kHier, 1}).timeUs;
+  double hier = model.predict(Collective::kAllReduce, bytes, {Algorithm::kHier, 1}).timeUs;
   for (Node& n : g.nodes) n.nics = 4;
-  double hierWide = CostModel(g).predict(Coll::kAllReduce, bytes, {Algo::kHier, 1}).timeUs;
+  double hierWide = CostModel(g).predict(Collective::kAllReduce, bytes, {Algorithm::kHier, 1}).timeUs;
   EXPECT_LT(hierWide, hier * 0.7);
 }
 
 TEST(CostModel, DirectCostsGrowWithPeers) {
   double four =
-      CostModel(uniformGraph(1, 4)).predict(Coll::kAllReduce, 1 << 20, {Algo::kDirect, 1}).timeUs;
+      CostModel(uniformGraph(1, 4)).predict(Collective::kAllReduce, 1 << 20, {Algorithm::kOneShot, 1}).timeUs;
   double sixteen =
-      CostModel(uniformGraph(1, 16)).predict(Coll::kAllReduce, 1 << 20, {Algo::kDirect, 1}).timeUs;
+      CostModel(uniformGraph(1, 16)).predict(Collective::kAllReduce, 1 << 20, {Algorithm::kOneShot, 1}).timeUs;
   EXPECT_GT(sixteen, four * 4);
 }
 
 TEST(CostModel, SameGraphSameNumbers) {
   CostModel a(twoByTwoSlowNet()), b(twoByTwoSlowNet());
-  for (Algo algo : kAlgos) {
-    auto pa = a.predict(Coll::kAllReduce, 12345, {algo, 1});
-    auto pb = b.predict(Coll::kAllReduce, 12345, {algo, 1});
+  for (Algorithm algo : kAlgos) {
+    auto pa = a.predict(Collective::kAllReduce, 12345, {algo, 1});
+    auto pb = b.predict(Collective::kAllReduce, 12345, {algo, 1});
     EXPECT_EQ(pa.timeUs, pb.timeUs);
     EXPECT_EQ(pa.detail, pb.detail);
   }

@@ -11,18 +11,20 @@ namespace braid::comm {
 namespace {
 
 // Tree and hier all-reduce built (whatever the schedules of this checkout say).
-bool allSupported(Family family, Shape shape) {
+bool allSupported(Algorithm family, Collective shape) {
   switch (family) {
-    case Family::kRing:
-      return shape == Shape::kAllReduce || shape == Shape::kReduceScatter ||
-             shape == Shape::kAllGather;
-    case Family::kDirect:
+    case Algorithm::kRing:
+      return shape == Collective::kAllReduce || shape == Collective::kReduceScatter ||
+             shape == Collective::kAllGather;
+    case Algorithm::kOneShot:
       return true;
-    case Family::kChain:
-      return shape == Shape::kBroadcast || shape == Shape::kReduce;
-    case Family::kTree:
-    case Family::kHier:
-      return shape == Shape::kAllReduce;
+    case Algorithm::kChain:
+      return shape == Collective::kBroadcast || shape == Collective::kReduce;
+    case Algorithm::kTree:
+    case Algorithm::kHier:
+      return shape == Collective::kAllReduce;
+    case Algorithm::kAuto:
+      break;
   }
   return false;
 }
@@ -43,14 +45,14 @@ TEST(Tuner, OneNodeDirectForTinyRingForHuge) {
   for (int n : {2, 3, 4, 8, 16}) {
     TunerConfig c;  // no model: one node of shm ranks
     c.nranks = n;
-    EXPECT_EQ(choose(c, Shape::kAllReduce, 8).family, Family::kDirect) << n;
-    EXPECT_EQ(choose(c, Shape::kAllReduce, 1024).family, Family::kDirect) << n;
-    EXPECT_EQ(choose(c, Shape::kAllReduce, 256u << 20).family, Family::kRing) << n;
-    EXPECT_EQ(choose(c, Shape::kAllGather, 64u << 20).family, Family::kRing) << n;
-    EXPECT_EQ(choose(c, Shape::kBroadcast, 8).family, Family::kDirect) << n;
-    EXPECT_EQ(choose(c, Shape::kBroadcast, 256u << 20).family, Family::kChain) << n;
-    EXPECT_EQ(choose(c, Shape::kReduce, 256u << 20).family, Family::kChain) << n;
-    Choice big = choose(c, Shape::kAllReduce, 256u << 20);
+    EXPECT_EQ(choose(c, Collective::kAllReduce, 8).family, Algorithm::kOneShot) << n;
+    EXPECT_EQ(choose(c, Collective::kAllReduce, 1024).family, Algorithm::kOneShot) << n;
+    EXPECT_EQ(choose(c, Collective::kAllReduce, 256u << 20).family, Algorithm::kRing) << n;
+    EXPECT_EQ(choose(c, Collective::kAllGather, 64u << 20).family, Algorithm::kRing) << n;
+    EXPECT_EQ(choose(c, Collective::kBroadcast, 8).family, Algorithm::kOneShot) << n;
+    EXPECT_EQ(choose(c, Collective::kBroadcast, 256u << 20).family, Algorithm::kChain) << n;
+    EXPECT_EQ(choose(c, Collective::kReduce, 256u << 20).family, Algorithm::kChain) << n;
+    Choice big = choose(c, Collective::kAllReduce, 256u << 20);
     EXPECT_EQ(big.lanes, 1);
     EXPECT_GT(big.predictedUs, 0);
   }
@@ -63,27 +65,27 @@ TEST(Tuner, OneNodeKeepsTodaysRuleAcrossSizes) {
     for (int channels : {1, 2}) {
       TunerConfig c = configFor(topology::uniformGraph(1, n));
       c.channels = channels;
-      for (Shape shape : {Shape::kAllReduce, Shape::kReduceScatter, Shape::kAllGather,
-                          Shape::kBroadcast, Shape::kReduce}) {
+      for (Collective shape : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                          Collective::kBroadcast, Collective::kReduce}) {
         for (size_t bytes = 8; bytes <= (size_t(1) << 30); bytes *= 4) {
           size_t perPeer = directBytesPerPeer(shape, bytes, n);
-          bool rooted = shape == Shape::kBroadcast || shape == Shape::kReduce;
-          Family want = perPeer <= (32u << 10) ? Family::kDirect
-                        : rooted               ? Family::kChain
-                                               : Family::kRing;
+          bool rooted = shape == Collective::kBroadcast || shape == Collective::kReduce;
+          Algorithm want = perPeer <= (32u << 10) ? Algorithm::kOneShot
+                        : rooted               ? Algorithm::kChain
+                                               : Algorithm::kRing;
           Choice got = choose(c, shape, bytes);
           EXPECT_EQ(got.family, want)
-              << shapeName(shape) << " " << bytes << " B, " << n << " ranks";
+              << collectiveName(shape) << " " << bytes << " B, " << n << " ranks";
           // Lanes: the configured ones unless the model clearly prefers fewer (a shorter
           // pipeline fill for chains of many ranks).
-          if (want == Family::kDirect || channels == 1) {
-            EXPECT_EQ(got.lanes, want == Family::kDirect ? 1 : channels);
+          if (want == Algorithm::kOneShot || channels == 1) {
+            EXPECT_EQ(got.lanes, want == Algorithm::kOneShot ? 1 : channels);
           } else {
             EXPECT_GE(got.lanes, 1);
             EXPECT_LE(got.lanes, channels);
-            if (n <= 4 && shape != Shape::kBroadcast && shape != Shape::kReduce) {
+            if (n <= 4 && shape != Collective::kBroadcast && shape != Collective::kReduce) {
               EXPECT_EQ(got.lanes, channels)
-                  << shapeName(shape) << " " << bytes << " B, " << n << " ranks\n"
+                  << collectiveName(shape) << " " << bytes << " B, " << n << " ranks\n"
                   << explain(c, shape, bytes);
             }
           }
@@ -95,55 +97,55 @@ TEST(Tuner, OneNodeKeepsTodaysRuleAcrossSizes) {
 
 TEST(Tuner, TreeForSmallOnManyNodesHierForLarge) {
   TunerConfig c = configFor(example("cluster_64x8_gpu.topo"));
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 8).family, Family::kTree);
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 64 << 10).family, Family::kTree);
-  EXPECT_EQ(choose(c, Shape::kAllReduce, size_t(1) << 30).family, Family::kHier);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 8).family, Algorithm::kTree);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 64 << 10).family, Algorithm::kTree);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, size_t(1) << 30).family, Algorithm::kHier);
   // Without tree and hier (e.g. schedules not built) the ring takes over.
-  c.supports = [](Family f, Shape s) {
-    return (f != Family::kTree && f != Family::kHier) && allSupported(f, s);
+  c.supports = [](Algorithm f, Collective s) {
+    return (f != Algorithm::kTree && f != Algorithm::kHier) && allSupported(f, s);
   };
-  EXPECT_EQ(choose(c, Shape::kAllReduce, size_t(1) << 30).family, Family::kRing);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, size_t(1) << 30).family, Algorithm::kRing);
 }
 
 TEST(Tuner, HierOnMultiNodeLarge) {
   TunerConfig c = configFor(topology::uniformGraph(4, 4));
-  Choice large = choose(c, Shape::kAllReduce, 256u << 20);
-  EXPECT_EQ(large.family, Family::kHier) << explain(c, Shape::kAllReduce, 256u << 20);
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 8).family, Family::kDirect);
+  Choice large = choose(c, Collective::kAllReduce, 256u << 20);
+  EXPECT_EQ(large.family, Algorithm::kHier) << explain(c, Collective::kAllReduce, 256u << 20);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 8).family, Algorithm::kOneShot);
   // One rank per node: no hier.
   TunerConfig flat = configFor(topology::uniformGraph(8, 1));
-  EXPECT_NE(choose(flat, Shape::kAllReduce, 256u << 20).family, Family::kHier);
+  EXPECT_NE(choose(flat, Collective::kAllReduce, 256u << 20).family, Algorithm::kHier);
 }
 
 TEST(Tuner, ImpossibleForcedChoicesAreErrors) {
   TunerConfig c = configFor(topology::uniformGraph(1, 4));
   c.forced = Algorithm::kChain;
-  EXPECT_THROW(choose(c, Shape::kAllReduce, 1024), Error);
+  EXPECT_THROW(choose(c, Collective::kAllReduce, 1024), Error);
   c.forced = Algorithm::kOneShot;
-  EXPECT_THROW(choose(c, Shape::kAllReduce, 64u << 20), Error);
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 1024).family, Family::kDirect);
+  EXPECT_THROW(choose(c, Collective::kAllReduce, 64u << 20), Error);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 1024).family, Algorithm::kOneShot);
   c.forced = Algorithm::kHier;  // one node: forced, it runs as its intra-node phases
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 1 << 20).family, Family::kHier);
-  EXPECT_THROW(choose(c, Shape::kReduceScatter, 1 << 20), Error);  // hier is all-reduce only
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 1 << 20).family, Algorithm::kHier);
+  EXPECT_THROW(choose(c, Collective::kReduceScatter, 1 << 20), Error);  // hier is all-reduce only
   c.forced = Algorithm::kTree;
-  EXPECT_THROW(choose(c, Shape::kBroadcast, 1024), Error);
-  Choice tree = choose(c, Shape::kAllReduce, 1 << 20);
-  EXPECT_EQ(tree.family, Family::kTree);
+  EXPECT_THROW(choose(c, Collective::kBroadcast, 1024), Error);
+  Choice tree = choose(c, Collective::kAllReduce, 1 << 20);
+  EXPECT_EQ(tree.family, Algorithm::kTree);
   EXPECT_GT(tree.predictedUs, 0);
   c.forced = Algorithm::kRing;
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 8).family, Family::kRing);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 8).family, Algorithm::kRing);
 }
 
 TEST(Tuner, GraphOfAnotherSizeFallsBackToOneNode) {
   TunerConfig c = configFor(topology::uniformGraph(4, 4));
   c.nranks = 3;
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 8).family, Family::kDirect);
-  EXPECT_EQ(choose(c, Shape::kAllReduce, 64u << 20).family, Family::kRing);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 8).family, Algorithm::kOneShot);
+  EXPECT_EQ(choose(c, Collective::kAllReduce, 64u << 20).family, Algorithm::kRing);
 }
 
 TEST(Tuner, ExplainNamesWinnerLosersAndExclusions) {
   TunerConfig c = configFor(topology::uniformGraph(1, 4));
-  std::string text = explain(c, Shape::kAllReduce, 64u << 20);
+  std::string text = explain(c, Collective::kAllReduce, 64u << 20);
   EXPECT_NE(text.find("ring x1"), std::string::npos) << text;
   EXPECT_NE(text.find("chosen"), std::string::npos) << text;
   EXPECT_NE(text.find("oneshot  excluded"), std::string::npos) << text;
@@ -151,7 +153,7 @@ TEST(Tuner, ExplainNamesWinnerLosersAndExclusions) {
   EXPECT_NE(text.find("hier     excluded: all ranks are on one node"), std::string::npos) << text;
   EXPECT_NE(text.find("tree"), std::string::npos) << text;
 
-  auto reports = rankCandidates(c, Shape::kAllReduce, 64u << 20);
+  auto reports = rankCandidates(c, Collective::kAllReduce, 64u << 20);
   ASSERT_EQ(reports.size(), 5u);
   int chosen = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
@@ -167,13 +169,13 @@ TEST(Tuner, EqualInputsEqualChoices) {
   TunerConfig a = configFor(example("hosts_2x2_1gbit.topo"));
   TunerConfig b = configFor(example("hosts_2x2_1gbit.topo"));
   for (size_t bytes = 8; bytes <= (size_t(1) << 28); bytes *= 2) {
-    Choice x = choose(a, Shape::kAllReduce, bytes), y = choose(b, Shape::kAllReduce, bytes);
+    Choice x = choose(a, Collective::kAllReduce, bytes), y = choose(b, Collective::kAllReduce, bytes);
     EXPECT_EQ(x.family, y.family);
     EXPECT_EQ(x.lanes, y.lanes);
     EXPECT_EQ(x.chunkBytes, y.chunkBytes);
     EXPECT_EQ(x.predictedUs, y.predictedUs);
     // Cached: the second call agrees with the first.
-    Choice z = choose(a, Shape::kAllReduce, bytes);
+    Choice z = choose(a, Collective::kAllReduce, bytes);
     EXPECT_EQ(z.family, x.family);
     EXPECT_EQ(z.predictedUs, x.predictedUs);
   }

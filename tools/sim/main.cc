@@ -58,18 +58,18 @@ Collective collectiveOf(const std::string& name) {
   return it->second;
 }
 
-braid::comm::Shape shapeOf(Collective c) {
+braid::Collective shapeOf(Collective c) {
   switch (c) {
     case Collective::kReduceScatter:
-      return braid::comm::Shape::kReduceScatter;
+      return braid::Collective::kReduceScatter;
     case Collective::kAllGather:
-      return braid::comm::Shape::kAllGather;
+      return braid::Collective::kAllGather;
     case Collective::kBroadcast:
-      return braid::comm::Shape::kBroadcast;
+      return braid::Collective::kBroadcast;
     case Collective::kReduce:
-      return braid::comm::Shape::kReduce;
+      return braid::Collective::kReduce;
     default:
-      return braid::comm::Shape::kAllReduce;
+      return braid::Collective::kAllReduce;
   }
 }
 
@@ -117,15 +117,15 @@ int run(const Flags& f) {
   const int n = graph.size();
   const Collective coll = collectiveOf(f.collective);
   const braid::bench::CollInfo& info = braid::bench::collInfo(coll);
-  auto type = braid::bench::parseTypeName(f.type);
-  auto op = braid::bench::parseOpName(f.op);
-  BRAID_ENFORCE(type.has_value(), ErrorCode::kInvalidUsage, "-d '{}' is not a data type", f.type);
-  BRAID_ENFORCE(op.has_value(), ErrorCode::kInvalidUsage, "-o '{}' is not a reduction op", f.op);
-  auto algo = braid::bench::parseAlgoName(f.algo);
+  braid::DataType type;
+  braid::RedOp op;
+  BRAID_ENFORCE(braid::parseDataType(f.type.c_str(), &type), ErrorCode::kInvalidUsage,
+                "-d '{}' is not a data type", f.type);
+  BRAID_ENFORCE(braid::parseRedOp(f.op.c_str(), &op), ErrorCode::kInvalidUsage,
+                "-o '{}' is not a reduction op", f.op);
   braid::Algorithm forced = braid::Algorithm::kAuto;
   BRAID_ENFORCE(braid::parseAlgorithm(f.algo, &forced), ErrorCode::kInvalidUsage,
                 "--algo '{}': choose auto, ring, oneshot, chain, tree or hier", f.algo);
-  (void)algo;
   BRAID_ENFORCE(!info.hasRoot || (f.root >= 0 && f.root < n), ErrorCode::kInvalidUsage,
                 "-r {} is not a rank of this {}-rank topology", f.root, n);
 
@@ -147,7 +147,7 @@ int run(const Flags& f) {
   BRAID_ENFORCE(lo >= 1 && lo <= hi && (byFactor ? f.factor > 1 : step > 0),
                 ErrorCode::kInvalidUsage,
                 "sizes: need 1 <= -b <= -e and -f > 1 or -i > 0 (got {} .. {})", lo, hi);
-  const size_t elem = braid::dataTypeSize(*type);
+  const size_t elem = braid::dataTypeSize(type);
 
   std::string text =
       braid::bench::formatParamsLine(lo, hi, step, byFactor ? f.factor : 0, 0, 0, 0, false);
@@ -172,8 +172,8 @@ int run(const Flags& f) {
     braid::bench::Row row;
     row.bytes = counts.bytes;
     row.count = counts.paramCount;
-    row.type = braid::bench::typeName(*type);
-    row.op = info.hasOp ? braid::bench::opName(*op) : "none";
+    row.type = braid::dataTypeName(type);
+    row.op = info.hasOp ? braid::redOpName(op) : "none";
     row.root = info.hasRoot ? f.root : -1;
     braid::bench::Measurement m;
     m.timeUs = choice.predictedUs;
@@ -185,7 +185,7 @@ int run(const Flags& f) {
     if (f.showAlgo) {
       line.pop_back();
       line += fmt::format("  {} x{} {}K\n",
-                          braid::topology::algoName(braid::comm::toAlgo(choice.family)),
+                          braid::algorithmName(choice.family),
                           choice.lanes, choice.chunkBytes >> 10);
     }
     std::fputs(line.c_str(), stdout);

@@ -15,7 +15,7 @@
 
 namespace {
 
-using braid::comm::Shape;
+using braid::Collective;
 
 struct Flags {
   std::string topoFile;
@@ -38,13 +38,13 @@ size_t bytesFlag(const std::string& name, const std::string& text) {
   return *v;
 }
 
-std::vector<Shape> shapesOf(const std::string& name) {
-  const std::vector<std::pair<const char*, Shape>> all{{"allreduce", Shape::kAllReduce},
-                                                       {"reducescatter", Shape::kReduceScatter},
-                                                       {"allgather", Shape::kAllGather},
-                                                       {"broadcast", Shape::kBroadcast},
-                                                       {"reduce", Shape::kReduce}};
-  std::vector<Shape> out;
+std::vector<Collective> shapesOf(const std::string& name) {
+  const std::vector<std::pair<const char*, Collective>> all{{"allreduce", Collective::kAllReduce},
+                                                       {"reducescatter", Collective::kReduceScatter},
+                                                       {"allgather", Collective::kAllGather},
+                                                       {"broadcast", Collective::kBroadcast},
+                                                       {"reduce", Collective::kReduce}};
+  std::vector<Collective> out;
   for (const auto& [n, s] : all) {
     if (name == "all" || name == n) out.push_back(s);
   }
@@ -81,8 +81,8 @@ std::string sizeText(size_t bytes) {
 }
 
 // The tuner's input for a row of nccl-tests size `size`.
-size_t inputBytesOf(Shape shape, size_t size, int n) {
-  return shape == Shape::kAllGather ? size / n : size;
+size_t inputBytesOf(Collective shape, size_t size, int n) {
+  return shape == Collective::kAllGather ? size / n : size;
 }
 
 int run(const Flags& f) {
@@ -104,9 +104,9 @@ int run(const Flags& f) {
   config.model = braid::comm::makeTunerModel(graph);
   fmt::print("# braid-topo: {}\n", origin);
   fmt::print("{}", braid::topology::describeGraph(graph));
-  const std::vector<Shape> shapes = shapesOf(f.collective);
+  const std::vector<Collective> shapes = shapesOf(f.collective);
   if (!f.explainSize.empty()) {
-    for (Shape s : shapes) {
+    for (Collective s : shapes) {
       size_t size = bytesFlag("--explain", f.explainSize);
       fmt::print("\n{}", braid::comm::explain(config, s, inputBytesOf(s, size, config.nranks)));
     }
@@ -117,8 +117,8 @@ int run(const Flags& f) {
                 "sizes: need 1 <= -b <= -e and -f > 1 (got {} .. {}, factor {})", lo, hi, f.factor);
   fmt::print("\n# decisions (slot {} x {} slots, {} channel(s)); size as nccl-tests counts it\n",
              sizeText(config.slotBytes), config.slots, config.channels);
-  for (Shape s : shapes) {
-    fmt::print("\n# {}\n# {:>10}  {:>8}  {:>5}  {:>6}  {:>14}  {:>9}  {:>14}\n", shapeName(s),
+  for (Collective s : shapes) {
+    fmt::print("\n# {}\n# {:>10}  {:>8}  {:>5}  {:>6}  {:>14}  {:>9}  {:>14}\n", collectiveName(s),
                "size", "algo", "lanes", "chunk", "predicted(us)", "runner-up", "runner-up(us)");
     for (double size = static_cast<double>(lo); size <= static_cast<double>(hi) + 0.5;
          size *= f.factor) {
@@ -134,9 +134,9 @@ int run(const Flags& f) {
         }
       }
       fmt::print("  {:>10}  {:>8}  {:>5}  {:>6}  {:>14.2f}  {:>9}  {:>14}\n", bytes,
-                 braid::topology::algoName(braid::comm::toAlgo(chosen->family)), chosen->lanes,
+                 braid::algorithmName(chosen->family), chosen->lanes,
                  sizeText(chosen->chunkBytes), chosen->predictedUs,
-                 second ? braid::topology::algoName(braid::comm::toAlgo(second->family)) : "-",
+                 second ? braid::algorithmName(second->family) : "-",
                  second ? fmt::format("{:.2f}", second->predictedUs) : "-");
     }
   }
