@@ -312,6 +312,13 @@ void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const Exec
     const Step& s = c.lane->steps[c.step];
     auto check = [&](int peer) {
       if (peer >= 0 && peer != rank_ && !ep_.peerAlive(peer)) {
+        // A peer that failed and then exited wrote why before it went: name the first cause.
+        if (auto remote = ep_.peerAbort()) {
+          std::string reason;
+          const ErrorCode code = decodeAbortReason(remote->second, &reason);
+          failWaiting(code, cursors, args,
+                      fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
+        }
         failWaiting(ErrorCode::kRemoteError, cursors, args,
                     fmt::format("peer rank {} is gone (its process exited or its connection "
                                 "closed)",

@@ -37,9 +37,13 @@ std::string getPeerKey(KeyValue& kv, const std::string& key, Deadline deadline, 
   try {
     return kv.get(key, deadline);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::kTimeout) throw;
-    fail(ErrorCode::kTimeout, "rank {}: shm connect timed out waiting for peer {} to {} (key '{}')",
-         rank, peer, what, key);
+    if (e.code() == ErrorCode::kTimeout) {
+      fail(ErrorCode::kTimeout,
+           "rank {}: shm connect timed out waiting for peer rank {} to {} (key '{}')", rank, peer,
+           what, key);
+    }
+    fail(e.code(), "rank {}: shm connect, waiting for peer rank {} to {}: {}", rank, peer, what,
+         e.what());
   }
 }
 
@@ -186,7 +190,16 @@ ShmTransport::~ShmTransport() {
     if (m.base != nullptr) munmap(m.base, m.bytes);
   }
   if (own_.base != nullptr) munmap(own_.base, own_.bytes);
-  if (!unlinked_) shm_unlink(name_.c_str());
+  if (!unlinked_) {
+    // Connect did not finish: the job failed (a peer died or never came), so nobody will wait for
+    // the names any more. Unlink this job's every inbox, not only ours: a peer killed between
+    // creating its inbox and unlinking it would otherwise leave it in /dev/shm for good.
+    shm_unlink(name_.c_str());
+    for (int q = 0; q < config_.size; ++q) {
+      if (q != config_.rank && config_.peerKinds[q] == Kind::kShm)
+        shm_unlink(segmentName(config_.jobId, q).c_str());
+    }
+  }
 }
 
 InboxHeader* ShmTransport::header(int peer) const {
