@@ -70,29 +70,11 @@ inline void dispatchOp(const char* what, RedOp op, Args... args) {
 /// `what`) for a value outside the enums.
 template <template <typename, typename> class Kernel, typename... Args>
 inline void dispatch(const char* what, DataType type, RedOp op, Args... args) {
-  switch (type) {
-    case DataType::kInt8:
-      return dispatchOp<Kernel, int8_t>(what, op, args...);
-    case DataType::kUint8:
-      return dispatchOp<Kernel, uint8_t>(what, op, args...);
-    case DataType::kInt32:
-      return dispatchOp<Kernel, int32_t>(what, op, args...);
-    case DataType::kUint32:
-      return dispatchOp<Kernel, uint32_t>(what, op, args...);
-    case DataType::kInt64:
-      return dispatchOp<Kernel, int64_t>(what, op, args...);
-    case DataType::kUint64:
-      return dispatchOp<Kernel, uint64_t>(what, op, args...);
-    case DataType::kFloat16:
-      return dispatchOp<Kernel, HalfCodec>(what, op, args...);
-    case DataType::kFloat32:
-      return dispatchOp<Kernel, float>(what, op, args...);
-    case DataType::kFloat64:
-      return dispatchOp<Kernel, double>(what, op, args...);
-    case DataType::kBFloat16:
-      return dispatchOp<Kernel, BFloat16Codec>(what, op, args...);
+  if (!isValid(type)) {
+    badArgument(what, "invalid data type " + std::to_string(static_cast<unsigned>(type)));
   }
-  badArgument(what, "invalid data type " + std::to_string(static_cast<unsigned>(type)));
+  visitDataType<HalfCodec, BFloat16Codec>(
+      type, [&](auto tag) { dispatchOp<Kernel, decltype(tag)>(what, op, args...); });
 }
 
 }  // namespace braid::kernels::detail

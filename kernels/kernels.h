@@ -45,4 +45,11 @@ uint16_t floatToHalf(float f);
 float bfloat16ToFloat(uint16_t b);
 uint16_t floatToBfloat16(float f);
 
+/// Writes `value` as element `index` of a buffer of `type`, converted as the type converts
+/// (integers truncate, 16-bit floats round to nearest even). For references and fills in tests
+/// and benches, not for loops that must be fast.
+void storeElement(DataType type, void* buffer, size_t index, double value);
+/// Element `index` of a buffer of `type`, as a double.
+double loadElement(DataType type, const void* buffer, size_t index);
+
 }  // namespace braid::kernels

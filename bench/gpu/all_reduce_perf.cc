@@ -20,6 +20,7 @@
 #include "braid/braid.hpp"
 #include "common/env.h"
 #include "kernels/element_ops.h"
+#include "kernels/kernels.h"
 
 namespace {
 
@@ -89,7 +90,6 @@ void cudaCheck(cudaError_t e, int rank, const char* what) {
 double value(int r, size_t i) { return double(int((r * 5 + i * 3) % 7) - 3); }
 
 void fill(std::vector<char>& buf, DataType t, size_t count, int rank, bool expected, int n) {
-  const size_t e = dataTypeSize(t);
   for (size_t i = 0; i < count; ++i) {
     double v = 0;
     if (expected) {
@@ -97,40 +97,7 @@ void fill(std::vector<char>& buf, DataType t, size_t count, int rank, bool expec
     } else {
       v = value(rank, i);
     }
-    char* p = buf.data() + i * e;
-    auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
-    switch (t) {
-      case DataType::kInt8:
-        put(int8_t(v));
-        break;
-      case DataType::kUint8:
-        put(uint8_t(v));
-        break;
-      case DataType::kInt32:
-        put(int32_t(v));
-        break;
-      case DataType::kUint32:
-        put(uint32_t(v));
-        break;
-      case DataType::kInt64:
-        put(int64_t(v));
-        break;
-      case DataType::kUint64:
-        put(uint64_t(v));
-        break;
-      case DataType::kFloat16:
-        put(kernels::floatToHalfBits(float(v)));
-        break;
-      case DataType::kBFloat16:
-        put(kernels::floatToBfloat16Bits(float(v)));
-        break;
-      case DataType::kFloat32:
-        put(float(v));
-        break;
-      case DataType::kFloat64:
-        put(v);
-        break;
-    }
+    kernels::storeElement(t, buf.data(), i, v);
   }
 }
 

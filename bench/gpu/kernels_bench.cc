@@ -20,6 +20,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/reference.h"
 #include "kernels/element_ops.h"
+#include "kernels/kernels.h"
 
 namespace {
 
@@ -39,40 +40,7 @@ std::vector<char> randomInts(size_t count, DataType t, uint32_t seed) {
   std::mt19937 rng(seed);
   for (size_t i = 0; i < count; ++i) {
     const double v = static_cast<int>(rng() % 17) - 8;
-    char* p = b.data() + i * dataTypeSize(t);
-    auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
-    switch (t) {
-      case DataType::kInt8:
-        put(int8_t(v));
-        break;
-      case DataType::kUint8:
-        put(uint8_t(v));
-        break;
-      case DataType::kInt32:
-        put(int32_t(v));
-        break;
-      case DataType::kUint32:
-        put(uint32_t(v));
-        break;
-      case DataType::kInt64:
-        put(int64_t(v));
-        break;
-      case DataType::kUint64:
-        put(uint64_t(v));
-        break;
-      case DataType::kFloat16:
-        put(kernels::floatToHalfBits(float(v)));
-        break;
-      case DataType::kBFloat16:
-        put(kernels::floatToBfloat16Bits(float(v)));
-        break;
-      case DataType::kFloat32:
-        put(float(v));
-        break;
-      case DataType::kFloat64:
-        put(v);
-        break;
-    }
+    kernels::storeElement(t, b.data(), i, v);
   }
   return b;
 }

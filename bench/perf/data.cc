@@ -56,32 +56,12 @@ double load(const void* buf, size_t i) {
   }
 }
 
-/// Calls f(T{}) with the storage tag of `type`.
+/// Calls f(T{}) with the storage tag of `type` (Half and BFloat16 above for the 16-bit floats).
 template <typename F>
 auto withType(DataType type, F&& f) {
-  switch (type) {
-    case DataType::kInt8:
-      return f(int8_t{});
-    case DataType::kUint8:
-      return f(uint8_t{});
-    case DataType::kInt32:
-      return f(int32_t{});
-    case DataType::kUint32:
-      return f(uint32_t{});
-    case DataType::kInt64:
-      return f(int64_t{});
-    case DataType::kUint64:
-      return f(uint64_t{});
-    case DataType::kFloat16:
-      return f(Half{});
-    case DataType::kFloat32:
-      return f(float{});
-    case DataType::kFloat64:
-      return f(double{});
-    case DataType::kBFloat16:
-      return f(BFloat16{});
-  }
-  fail(ErrorCode::kInvalidUsage, "bench: unknown data type {}", static_cast<int>(type));
+  BRAID_ENFORCE(isValid(type), ErrorCode::kInvalidUsage, "bench: unknown data type {}",
+                static_cast<int>(type));
+  return visitDataType<Half, BFloat16>(type, std::forward<F>(f));
 }
 
 uint64_t mix(uint64_t x) {

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace braid {
 
@@ -93,6 +95,46 @@ constexpr bool reduces(Collective coll) {
 /// Point-to-point: send and recv.
 constexpr bool isPointToPoint(Collective coll) {
   return coll == Collective::kSend || coll == Collective::kRecv;
+}
+
+/// What visitDataType hands out for the 16-bit float types unless the caller names its own.
+struct Float16Storage {
+  uint16_t bits;
+};
+struct BFloat16Storage {
+  uint16_t bits;
+};
+
+/// The one switch over DataType: calls f(T{}) with T the element type of `type` (int8_t,
+/// uint8_t, int32_t, uint32_t, int64_t, uint64_t, Half, float, double, BFloat16) and returns
+/// what f returns. Half and BFloat16 are the caller's types for the 16-bit floats (kernels pass
+/// their codecs, CUDA code its device types, plain byte movers uint16_t). Throws
+/// std::invalid_argument for a value outside the enum.
+template <typename Half = Float16Storage, typename BFloat16 = BFloat16Storage, typename F>
+decltype(auto) visitDataType(DataType type, F&& f) {
+  switch (type) {
+    case DataType::kInt8:
+      return f(int8_t{});
+    case DataType::kUint8:
+      return f(uint8_t{});
+    case DataType::kInt32:
+      return f(int32_t{});
+    case DataType::kUint32:
+      return f(uint32_t{});
+    case DataType::kInt64:
+      return f(int64_t{});
+    case DataType::kUint64:
+      return f(uint64_t{});
+    case DataType::kFloat16:
+      return f(Half{});
+    case DataType::kFloat32:
+      return f(float{});
+    case DataType::kFloat64:
+      return f(double{});
+    case DataType::kBFloat16:
+      return f(BFloat16{});
+  }
+  throw std::invalid_argument("invalid data type " + std::to_string(static_cast<unsigned>(type)));
 }
 
 /// nccl-tests' names: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16.

@@ -117,29 +117,8 @@ int dispatch(const char* what, DataType type, RedOp op, Args... args) {
     }
     badArgument(what, "invalid reduction op " + std::to_string(unsigned(op)));
   };
-  switch (type) {
-    case DataType::kInt8:
-      return withOp(int8_t{});
-    case DataType::kUint8:
-      return withOp(uint8_t{});
-    case DataType::kInt32:
-      return withOp(int32_t{});
-    case DataType::kUint32:
-      return withOp(uint32_t{});
-    case DataType::kInt64:
-      return withOp(int64_t{});
-    case DataType::kUint64:
-      return withOp(uint64_t{});
-    case DataType::kFloat16:
-      return withOp(Half{});
-    case DataType::kFloat32:
-      return withOp(float{});
-    case DataType::kFloat64:
-      return withOp(double{});
-    case DataType::kBFloat16:
-      return withOp(BFloat16{});
-  }
-  badArgument(what, "invalid data type " + std::to_string(unsigned(type)));
+  if (!isValid(type)) badArgument(what, "invalid data type " + std::to_string(unsigned(type)));
+  return visitDataType<Half, BFloat16>(type, withOp);
 }
 
 constexpr int kThreads = 512;  ///< threads per block

@@ -70,29 +70,10 @@ void one(void* dst, const void* const* srcs, int n, size_t i, RedOp op, uint64_t
   }
 }
 
+/// The 16-bit floats as their bits: the reference converts them itself.
 template <typename F>
 void byType(DataType type, F&& f) {
-  switch (type) {
-    case DataType::kInt8:
-      return f(int8_t{});
-    case DataType::kUint8:
-      return f(uint8_t{});
-    case DataType::kInt32:
-      return f(int32_t{});
-    case DataType::kUint32:
-      return f(uint32_t{});
-    case DataType::kInt64:
-      return f(int64_t{});
-    case DataType::kUint64:
-      return f(uint64_t{});
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return f(uint16_t{});
-    case DataType::kFloat32:
-      return f(float{});
-    case DataType::kFloat64:
-      return f(double{});
-  }
+  visitDataType<uint16_t, uint16_t>(type, std::forward<F>(f));
 }
 
 }  // namespace detail

@@ -35,57 +35,7 @@ inline double inputValue(DataType t, RedOp op, int r, size_t i) {
 
 /// Stores `v` as element i of a buffer of type t.
 inline void store(DataType t, void* buf, size_t i, double v) {
-  auto* b = static_cast<char*>(buf);
-  switch (t) {
-    case DataType::kInt8: {
-      int8_t x = int8_t(v);
-      std::memcpy(b + i, &x, 1);
-      break;
-    }
-    case DataType::kUint8: {
-      uint8_t x = uint8_t(v);
-      std::memcpy(b + i, &x, 1);
-      break;
-    }
-    case DataType::kInt32: {
-      int32_t x = int32_t(v);
-      std::memcpy(b + 4 * i, &x, 4);
-      break;
-    }
-    case DataType::kUint32: {
-      uint32_t x = uint32_t(v);
-      std::memcpy(b + 4 * i, &x, 4);
-      break;
-    }
-    case DataType::kInt64: {
-      int64_t x = int64_t(v);
-      std::memcpy(b + 8 * i, &x, 8);
-      break;
-    }
-    case DataType::kUint64: {
-      uint64_t x = uint64_t(v);
-      std::memcpy(b + 8 * i, &x, 8);
-      break;
-    }
-    case DataType::kFloat16: {
-      uint16_t x = kernels::floatToHalf(float(v));
-      std::memcpy(b + 2 * i, &x, 2);
-      break;
-    }
-    case DataType::kBFloat16: {
-      uint16_t x = kernels::floatToBfloat16(float(v));
-      std::memcpy(b + 2 * i, &x, 2);
-      break;
-    }
-    case DataType::kFloat32: {
-      float x = float(v);
-      std::memcpy(b + 4 * i, &x, 4);
-      break;
-    }
-    case DataType::kFloat64:
-      std::memcpy(b + 8 * i, &v, 8);
-      break;
-  }
+  kernels::storeElement(t, buf, i, v);
 }
 
 /// Fills a buffer with rank r's input.

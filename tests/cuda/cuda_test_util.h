@@ -13,6 +13,7 @@
 
 #include "braid/types.hpp"
 #include "kernels/element_ops.h"
+#include "kernels/kernels.h"
 
 namespace braid::cudatest {
 
@@ -24,30 +25,7 @@ constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin
 
 /// Sets element i of a `type` buffer from a double (rounded as the type's own conversion).
 inline void setElem(void* buf, size_t i, DataType type, double v) {
-  char* p = static_cast<char*>(buf) + i * dataTypeSize(type);
-  auto put = [&](auto x) { std::memcpy(p, &x, sizeof x); };
-  switch (type) {
-    case DataType::kInt8:
-      return put(static_cast<int8_t>(v));
-    case DataType::kUint8:
-      return put(static_cast<uint8_t>(v));
-    case DataType::kInt32:
-      return put(static_cast<int32_t>(v));
-    case DataType::kUint32:
-      return put(static_cast<uint32_t>(v));
-    case DataType::kInt64:
-      return put(static_cast<int64_t>(v));
-    case DataType::kUint64:
-      return put(static_cast<uint64_t>(v));
-    case DataType::kFloat16:
-      return put(kernels::floatToHalfBits(static_cast<float>(v)));
-    case DataType::kBFloat16:
-      return put(kernels::floatToBfloat16Bits(static_cast<float>(v)));
-    case DataType::kFloat32:
-      return put(static_cast<float>(v));
-    case DataType::kFloat64:
-      return put(v);
-  }
+  kernels::storeElement(type, buf, i, v);
 }
 
 inline bool isFloat(DataType t) {

@@ -48,32 +48,11 @@ constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataTy
                                   DataType::kBFloat16};
 constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg};
 
-/// Calls f.template operator()<T>() with the storage type of `type`.
+/// Calls f.template operator()<T>() with the storage type of `type` (Half, BFloat16 above).
 template <typename F>
 void withType(DataType type, F&& f) {
-  switch (type) {
-    case DataType::kInt8:
-      return f.template operator()<int8_t>();
-    case DataType::kUint8:
-      return f.template operator()<uint8_t>();
-    case DataType::kInt32:
-      return f.template operator()<int32_t>();
-    case DataType::kUint32:
-      return f.template operator()<uint32_t>();
-    case DataType::kInt64:
-      return f.template operator()<int64_t>();
-    case DataType::kUint64:
-      return f.template operator()<uint64_t>();
-    case DataType::kFloat16:
-      return f.template operator()<Half>();
-    case DataType::kFloat32:
-      return f.template operator()<float>();
-    case DataType::kFloat64:
-      return f.template operator()<double>();
-    case DataType::kBFloat16:
-      return f.template operator()<BFloat16>();
-  }
-  FAIL() << "bad dtype";
+  ASSERT_TRUE(isValid(type)) << "bad dtype";
+  visitDataType<Half, BFloat16>(type, [&](auto tag) { f.template operator()<decltype(tag)>(); });
 }
 
 /// Element i of a buffer with any alignment, in the reference's compute type.
