@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,9 @@ Communicator connect(const std::shared_ptr<C10dStore>& store, int rank, int size
   }
 }
 
+// How much longer than rank 0 the other ranks wait in monitored_barrier.
+constexpr double kMonitorGraceSeconds = 5;
+
 size_t count(const at::Tensor& tensor) { return static_cast<size_t>(tensor.numel()); }
 
 // Runs a braid submission, turning its error (bad arguments, a broken communicator) into a
@@ -90,6 +94,21 @@ const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* opN
               tensors.size(), ")");
   checkTensor(tensors[0], opName);
   return tensors[0];
+}
+
+// Waits for `request` until `deadline` by polling: Request::wait(deadline) may run the op on the
+// calling thread (it helps the progress thread), and then returns only when the op ends or braid's
+// own timeout fires, past a shorter deadline. False: the deadline passed first (the op still
+// runs). Throws the op's error.
+bool finishBy(Request& request, Deadline deadline) {
+  auto pause = std::chrono::microseconds(50);
+  while (!request.test()) {
+    if (deadline.expired()) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  request.wait();
+  return true;
 }
 
 // braid's point-to-point messages have no tags yet (a pair's messages match in issue order).
@@ -508,7 +527,7 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   const double seconds = opts.timeout == ::c10d::kUnsetTimeout
                              ? timeoutSeconds_
                              : std::chrono::duration<double>(opts.timeout).count();
-  const Deadline deadline = Deadline::after(seconds);
+  Deadline deadline = Deadline::after(seconds);
   const int size = getSize();
   // One token byte per rank: ranks 1.. send theirs to rank 0, which answers each once all came.
   std::vector<uint8_t> tokens(static_cast<size_t>(size), 1);
@@ -521,9 +540,8 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     // Returns the index of the first request not finished by the deadline, or -1.
     for (size_t i = 0; i < requests.size(); ++i) {
       try {
-        requests[i].wait(deadline);
+        if (!finishBy(requests[i], deadline)) return static_cast<int>(i);
       } catch (const Error& e) {
-        if (e.code() == ErrorCode::kTimeout && !requests[i].test()) return static_cast<int>(i);
         TORCH_CHECK(false, "braid ", kName, e.code() == ErrorCode::kTimeout ? " timed out" : " failed",
                     " waiting for rank ", peers[i], ": ", e.what());
       }
@@ -531,6 +549,9 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     return -1;
   };
   if (getRank() != 0) {
+    // Rank 0 knows who is missing: the others wait kMonitorGraceSeconds longer, so that rank 0's
+    // report (and abort) comes first.
+    deadline = Deadline::after(seconds + kMonitorGraceSeconds);
     std::vector<Request> requests;
     requests.push_back(submit(kName, [&] {
       return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, 0);
@@ -539,7 +560,8 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
       return comm_->recvAsync(&tokens[1], 1, DataType::kUint8, 0);
     }));
     if (waitAll(requests, {0, 0}) >= 0) {
-      failed(fmt::format("rank {} got no answer from rank 0", getRank()));
+      failed(fmt::format("rank {} got no answer from rank 0 in {} s", getRank(),
+                         seconds + kMonitorGraceSeconds));
     }
     return;
   }
@@ -583,7 +605,7 @@ void BraidProcessGroup::shutdown() {
   Request barrier;
   try {
     barrier = comm_->barrierAsync();
-    barrier.wait(Deadline::after(std::min(timeoutSeconds_, 30.0)));
+    finishBy(barrier, Deadline::after(std::min(timeoutSeconds_, 30.0)));
   } catch (const std::exception&) {
   }
   comm_->abort();  // before `barrier` goes: an unfinished request's destructor would wait

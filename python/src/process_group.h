@@ -98,8 +98,9 @@ class BraidProcessGroup : public GroupBase {
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const ::c10d::ScatterOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
-  /// Every rank but 0 sends rank 0 a token and waits for its answer, within opts.timeout (else
-  /// the group's): a rank that does not arrive in time is named in a "timed out" error (braid
+  /// Every rank but 0 sends rank 0 a token and waits for its answer. Rank 0 waits opts.timeout
+  /// (else the group's), the others 5 s longer (rank 0 reports first): a rank that does not
+  /// arrive in time is named in rank 0's "timed out" error (braid
   /// receives in issue order, so rank 0 names the first missing rank and those after it as
   /// unconfirmed), and the group is aborted (its pending receives would match later messages).
   void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;

@@ -186,10 +186,15 @@ def worker():
         dist.barrier(group=gloo)
 
     print(f"rank {rank}: {checks} checks passed", flush=True)
-    # destroy_process_group: 2.x shuts every braid backend down (a barrier, then an abort).
+    # destroy_process_group: 2.x shuts every braid backend down (a barrier, then an abort):
+    # quick, and a backend someone still holds is aborted.
+    world_backend = dist.group.WORLD._get_backend(torch.device("cpu")) if major >= 2 else None
     t0 = time.monotonic()
     dist.destroy_process_group()
     assert time.monotonic() - t0 < 10, f"destroy_process_group took {time.monotonic() - t0:.1f} s"
+    if world_backend is not None:
+        refused(lambda: world_backend.allreduce([torch.ones(2)]).wait(), "braid allreduce",
+                "aborted")
 
 
 def main():
