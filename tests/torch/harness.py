@@ -26,7 +26,7 @@ def require_braid_torch():
     if want and torch.__version__.split(".")[0] != want:
         state = os.environ.get("BRAID_TEST_TORCH2_STATE", "")
         skip(f"this test wants torch {want}.x, {sys.executable} has {torch.__version__} "
-             f"(part TORCH2: {state or 'unknown'}; tools/torch2-env makes a venv)")
+             f"(part TORCH2: {state or 'unknown'})")
     if not dist.is_available() or not dist.is_gloo_available():
         skip("this torch has no distributed/gloo support")
     try:
