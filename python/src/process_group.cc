@@ -355,14 +355,14 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_coalesced(
   return work;
 }
 
-#if BRAID_TORCH_AT_LEAST(2, 1)
+#if TORCH_VERSION_MAJOR >= 2
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
   constexpr const char* kName = "allgather_into_tensor_coalesced";
   TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
-  auto work = makeWork(OpType::COALESCED, kName);
+  auto work = makeWork(OpType::ALLGATHER_COALESCED, kName);
   for (size_t i = 0; i < inputs.size(); ++i) {
     submitAllgatherBase(*work, outputs[i], inputs[i], kName);
   }
@@ -377,7 +377,7 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter_tensor_coales
   TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
   const RedOp op = toRedOp(opts.reduceOp, kName);
-  auto work = makeWork(OpType::COALESCED, kName);
+  auto work = makeWork(OpType::REDUCE_SCATTER, kName);
   for (size_t i = 0; i < inputs.size(); ++i) {
     submitReduceScatterBase(*work, outputs[i], inputs[i], op, kName);
   }
@@ -595,7 +595,7 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   }
 }
 
-#if BRAID_TORCH_AT_LEAST(2, 6)
+#if TORCH_VERSION_MAJOR >= 2
 void BraidProcessGroup::abort() { comm_->abort(); }
 
 void BraidProcessGroup::shutdown() {

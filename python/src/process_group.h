@@ -18,11 +18,18 @@
 #include "braid/braid.hpp"
 #include "work.h"
 
-/// True when building against torch >= major.minor (1.13 and 2.15 are the ones built and tested;
-/// the 2.x thresholds below are where the overridden virtuals appeared, erring late).
+/// True when building against torch >= major.minor.
 #define BRAID_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||        \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+/// `override` on torch >= 2.15 (the 2.x built and tested here), nothing before: the 2.x-only
+/// virtuals below appeared at various 2.x releases; without the keyword such a method still
+/// overrides where the base declares it and is a plain method where it does not.
+#if BRAID_TORCH_AT_LEAST(2, 15)
+#define BRAID_OVERRIDE_2_15 override
+#else
+#define BRAID_OVERRIDE_2_15
+#endif
 
 namespace braid::pytorch {
 
@@ -80,14 +87,14 @@ class BraidProcessGroup : public GroupBase {
   c10::intrusive_ptr<::c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
       const ::c10d::AllgatherOptions& opts) override;
-#if BRAID_TORCH_AT_LEAST(2, 1)
+#if TORCH_VERSION_MAJOR >= 2
   /// One _allgather_base / _reduce_scatter_base per pair (the coalescing manager's fast path).
   c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const ::c10d::AllgatherOptions& opts) override;
+      const ::c10d::AllgatherOptions& opts) BRAID_OVERRIDE_2_15;
   c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-      const ::c10d::ReduceScatterOptions& opts) override;
+      const ::c10d::ReduceScatterOptions& opts) BRAID_OVERRIDE_2_15;
 #endif
   /// gather and scatter run as braid point-to-point messages between the root and each rank
   /// (the root receives, or sends, in rank order).
@@ -111,13 +118,13 @@ class BraidProcessGroup : public GroupBase {
   c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
                                         int tag) override;
 
-#if BRAID_TORCH_AT_LEAST(2, 6)
+#if TORCH_VERSION_MAJOR >= 2
   /// Aborts the braid communicator at once: ops in flight here fail with "aborted", peers see
   /// this rank's abort, later calls fail. (torch.distributed's _abort_process_group.)
-  void abort() override;
+  void abort() BRAID_OVERRIDE_2_15;
   /// destroy_process_group(): waits (at most min(timeout, 30 s)) for a barrier with the other
   /// ranks, so ops they still finish are not cut short, then aborts the communicator.
-  void shutdown() override;
+  void shutdown() BRAID_OVERRIDE_2_15;
 #endif
 
   // Not supported by braid yet: each raises NotImplementedError naming the op.
