@@ -1,6 +1,7 @@
 #include "process_group.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 
@@ -10,8 +11,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "c10d_store.h"
 #include "comm/bootstrap/secret.h"
@@ -498,8 +497,8 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::scatter(
               " ranks");
   for (const auto& in : list) {
     checkSameKind(in, output, kName, "an input tensor");
-    TORCH_CHECK(in.numel() == output.numel(), "braid ", kName, ": an input tensor has ",
-                in.numel(), " elements, the output ", output.numel());
+    TORCH_CHECK(in.numel() == output.numel(), "braid ", kName, ": an input tensor has ", in.numel(),
+                " elements, the output ", output.numel());
   }
   // The root sends to each rank in rank order; its own piece is a copy.
   for (int r = 0; r < getSize(); ++r) {
@@ -542,7 +541,8 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
       try {
         if (!finishBy(requests[i], deadline)) return static_cast<int>(i);
       } catch (const Error& e) {
-        TORCH_CHECK(false, "braid ", kName, e.code() == ErrorCode::kTimeout ? " timed out" : " failed",
+        TORCH_CHECK(false, "braid ", kName,
+                    e.code() == ErrorCode::kTimeout ? " timed out" : " failed",
                     " waiting for rank ", peers[i], ": ", e.what());
       }
     }
@@ -553,12 +553,10 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     // report (and abort) comes first.
     deadline = Deadline::after(seconds + kMonitorGraceSeconds);
     std::vector<Request> requests;
-    requests.push_back(submit(kName, [&] {
-      return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, 0);
-    }));
-    requests.push_back(submit(kName, [&] {
-      return comm_->recvAsync(&tokens[1], 1, DataType::kUint8, 0);
-    }));
+    requests.push_back(
+        submit(kName, [&] { return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, 0); }));
+    requests.push_back(
+        submit(kName, [&] { return comm_->recvAsync(&tokens[1], 1, DataType::kUint8, 0); }));
     if (waitAll(requests, {0, 0}) >= 0) {
       failed(fmt::format("rank {} got no answer from rank 0 in {} s", getRank(),
                          seconds + kMonitorGraceSeconds));
@@ -586,9 +584,8 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   }
   std::vector<Request> answers;
   for (int r = 1; r < size; ++r) {
-    answers.push_back(submit(kName, [&] {
-      return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, r);
-    }));
+    answers.push_back(
+        submit(kName, [&] { return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, r); }));
   }
   if (const int late = waitAll(answers, peers); late >= 0) {
     failed(fmt::format("rank {} took no answer from rank 0", peers[static_cast<size_t>(late)]));
@@ -658,6 +655,5 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Ten
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recvAnysource(std::vector<at::Tensor>&, int) {
   unsupported("recv from any source");
 }
-
 
 }  // namespace braid::pytorch
