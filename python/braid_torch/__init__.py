@@ -26,6 +26,7 @@ __all__ = ["BACKEND_NAME", "create_process_group", "register"]
 
 BACKEND_NAME = "braid"
 create_process_group = _C.create_process_group
+_TORCH_MAJOR = int(torch.__version__.split(".")[0])
 
 
 def _check_torch_version():
@@ -51,15 +52,26 @@ def _env_from_mpirun():
                 os.environ.setdefault(ours, os.environ[theirs])
 
 
+def _create_backend(opts, backend_options=None):
+    """The creator torch 2.x calls with extended_api=True: c10d's _DistributedBackendOptions
+    (store, group_rank, group_size, timeout, ...) and the backend options (none for braid)."""
+    return _C.create_process_group(opts.store, opts.group_rank, opts.group_size, opts.timeout)
+
+
 def register():
-    """Registers the "braid" backend with torch.distributed (done on import; idempotent)."""
+    """Registers the "braid" backend with torch.distributed (done on import; idempotent).
+
+    PyTorch 2.x: a c10d Backend for the "cpu" and "cuda" devices (CUDA tensors are refused with
+    an error naming the device for now), created through the extended API. 1.13: a ProcessGroup
+    created from (store, rank, world_size, timeout)."""
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
-    kwargs = {}
-    # PyTorch 2.x can map devices to backends; braid serves CPU tensors.
-    if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
-        kwargs["devices"] = ["cpu"]
-    dist.Backend.register_backend(BACKEND_NAME, _C.create_process_group, **kwargs)
+    params = inspect.signature(dist.Backend.register_backend).parameters
+    if _TORCH_MAJOR >= 2 and "extended_api" in params and "devices" in params:
+        dist.Backend.register_backend(BACKEND_NAME, _create_backend, extended_api=True,
+                                      devices=["cpu", "cuda"])
+    else:
+        dist.Backend.register_backend(BACKEND_NAME, _C.create_process_group)
 
 
 _check_torch_version()

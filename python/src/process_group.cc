@@ -1,13 +1,16 @@
 #include "process_group.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "c10d_store.h"
 #include "comm/bootstrap/secret.h"
@@ -69,6 +72,9 @@ Communicator connect(const std::shared_ptr<C10dStore>& store, int rank, int size
   }
 }
 
+// How much longer than rank 0 the other ranks wait in monitored_barrier.
+constexpr double kMonitorGraceSeconds = 5;
+
 size_t count(const at::Tensor& tensor) { return static_cast<size_t>(tensor.numel()); }
 
 // Runs a braid submission, turning its error (bad arguments, a broken communicator) into a
@@ -87,6 +93,28 @@ const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* opN
               tensors.size(), ")");
   checkTensor(tensors[0], opName);
   return tensors[0];
+}
+
+// Waits for `request` until `deadline` by polling: Request::wait(deadline) may run the op on the
+// calling thread (it helps the progress thread), and then returns only when the op ends or braid's
+// own timeout fires, past a shorter deadline. False: the deadline passed first (the op still
+// runs). Throws the op's error.
+bool finishBy(Request& request, Deadline deadline) {
+  auto pause = std::chrono::microseconds(50);
+  while (!request.test()) {
+    if (deadline.expired()) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  request.wait();
+  return true;
+}
+
+// braid's point-to-point messages have no tags yet (a pair's messages match in issue order).
+void checkTag(int tag, const char* opName) {
+  TORCH_CHECK_NOT_IMPLEMENTED(tag == 0, "braid ", opName, ": tag ", tag,
+                              " is not supported by braid yet (its messages between two ranks "
+                              "match in issue order, without tags; use tag=0)");
 }
 
 void checkSameKind(const at::Tensor& tensor, const at::Tensor& like, const char* opName,
@@ -141,10 +169,12 @@ at::Tensor BraidProcessGroup::outputBuffer(BraidWork& work, const at::Tensor& te
 
 void BraidProcessGroup::unsupported(const char* opName) {
   TORCH_CHECK_NOT_IMPLEMENTED(false, "braid: ", opName,
-                              " is not supported by braid (supported: allreduce, "
+                              " is not supported by braid yet (supported: allreduce, "
                               "allreduce_coalesced, broadcast, reduce, allgather, "
-                              "_allgather_base, reduce_scatter, _reduce_scatter_base, barrier, "
-                              "send, recv)");
+                              "_allgather_base, allgather_coalesced, "
+                              "allgather_into_tensor_coalesced, reduce_scatter, "
+                              "_reduce_scatter_base, reduce_scatter_tensor_coalesced, gather, "
+                              "scatter, barrier, monitored_barrier, send, recv)");
 }
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::broadcast(
@@ -231,6 +261,63 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce(std::vector<at::Tenso
   return work;
 }
 
+void BraidProcessGroup::submitAllgather(BraidWork& work, const std::vector<at::Tensor>& list,
+                                        const at::Tensor& input, const char* opName) {
+  checkTensor(input, opName);
+  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", opName,
+              ": the output list holds ", list.size(), " tensors, the group has ", getSize(),
+              " ranks");
+  for (const auto& out : list) {
+    checkSameKind(out, input, opName, "an output tensor");
+    TORCH_CHECK(out.numel() == input.numel(), "braid ", opName, ": an output tensor has ",
+                out.numel(), " elements, the input ", input.numel());
+  }
+  const DataType type = toDataType(input.scalar_type(), opName);
+  at::Tensor in = input.contiguous();
+  at::Tensor gathered = at::empty({getSize() * input.numel()}, input.options());
+  work.keepAlive.push_back(in);
+  work.keepAlive.push_back(gathered);
+  for (size_t i = 0; i < list.size(); ++i) {
+    work.copyOut.emplace_back(
+        list[i], gathered.narrow(0, static_cast<int64_t>(i) * input.numel(), input.numel())
+                     .view_as(list[i]));
+  }
+  work.requests.push_back(submit(opName, [&] {
+    return comm_->allGatherAsync(in.data_ptr(), gathered.data_ptr(), count(in), type);
+  }));
+}
+
+void BraidProcessGroup::submitAllgatherBase(BraidWork& work, const at::Tensor& output,
+                                            const at::Tensor& input, const char* opName) {
+  checkTensor(input, opName);
+  checkSameKind(output, input, opName, "the output");
+  TORCH_CHECK(output.numel() == getSize() * input.numel(), "braid ", opName, ": the output has ",
+              output.numel(), " elements, expected ", getSize(), " ranks x ", input.numel());
+  const DataType type = toDataType(input.scalar_type(), opName);
+  at::Tensor in = input.contiguous();
+  work.keepAlive.push_back(in);
+  at::Tensor out = outputBuffer(work, output);
+  work.requests.push_back(submit(opName, [&] {
+    return comm_->allGatherAsync(in.data_ptr(), out.data_ptr(), count(in), type);
+  }));
+}
+
+void BraidProcessGroup::submitReduceScatterBase(BraidWork& work, const at::Tensor& output,
+                                                const at::Tensor& input, RedOp op,
+                                                const char* opName) {
+  checkTensor(output, opName);
+  checkSameKind(input, output, opName, "the input");
+  TORCH_CHECK(input.numel() == getSize() * output.numel(), "braid ", opName, ": the input has ",
+              input.numel(), " elements, expected ", getSize(), " ranks x ", output.numel());
+  const DataType type = toDataType(output.scalar_type(), opName, true, op);
+  at::Tensor in = input.contiguous();
+  work.keepAlive.push_back(in);
+  at::Tensor out = outputBuffer(work, output);
+  work.requests.push_back(submit(opName, [&] {
+    return comm_->reduceScatterAsync(in.data_ptr(), out.data_ptr(), count(out), type, op);
+  }));
+}
+
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
@@ -238,50 +325,65 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather(
   const at::Tensor& input = single(inputs, kName);
   TORCH_CHECK(outputs.size() == 1, "braid ", kName, " takes one output list (got ", outputs.size(),
               ")");
-  auto& list = outputs[0];
-  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
-              ": the output list holds ", list.size(), " tensors, the group has ", getSize(),
-              " ranks");
-  for (const auto& out : list) {
-    checkSameKind(out, input, kName, "an output tensor");
-    TORCH_CHECK(out.numel() == input.numel(), "braid ", kName, ": an output tensor has ",
-                out.numel(), " elements, the input ", input.numel());
-  }
-  const DataType type = toDataType(input.scalar_type(), kName);
   auto work = makeWork(OpType::ALLGATHER, kName);
-  at::Tensor in = input.contiguous();
-  at::Tensor gathered = at::empty({getSize() * input.numel()}, input.options());
-  work->keepAlive = {in, gathered};
-  for (size_t i = 0; i < list.size(); ++i) {
-    work->copyOut.emplace_back(
-        list[i], gathered.narrow(0, static_cast<int64_t>(i) * input.numel(), input.numel())
-                     .view_as(list[i]));
-  }
-  work->requests.push_back(submit(kName, [&] {
-    return comm_->allGatherAsync(in.data_ptr(), gathered.data_ptr(), count(in), type);
-  }));
-  work->outputs = list;
+  submitAllgather(*work, outputs[0], input, kName);
+  work->outputs = outputs[0];
   return work;
 }
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   constexpr const char* kName = "_allgather_base";
-  checkTensor(input, kName);
-  checkSameKind(output, input, kName, "the output");
-  TORCH_CHECK(output.numel() == getSize() * input.numel(), "braid ", kName, ": the output has ",
-              output.numel(), " elements, expected ", getSize(), " ranks x ", input.numel());
-  const DataType type = toDataType(input.scalar_type(), kName);
   auto work = makeWork(OpType::_ALLGATHER_BASE, kName);
-  at::Tensor in = input.contiguous();
-  work->keepAlive.push_back(in);
-  at::Tensor out = outputBuffer(*work, output);
-  work->requests.push_back(submit(kName, [&] {
-    return comm_->allGatherAsync(in.data_ptr(), out.data_ptr(), count(in), type);
-  }));
+  submitAllgatherBase(*work, output, input, kName);
   work->outputs = {output};
   return work;
 }
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  constexpr const char* kName = "allgather_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
+              " output lists for ", inputs.size(), " inputs");
+  auto work = makeWork(OpType::ALLGATHER_COALESCED, kName);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    submitAllgather(*work, outputs[i], inputs[i], kName);
+    work->outputs.insert(work->outputs.end(), outputs[i].begin(), outputs[i].end());
+  }
+  return work;
+}
+
+#if TORCH_VERSION_MAJOR >= 2
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  constexpr const char* kName = "allgather_into_tensor_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
+  auto work = makeWork(OpType::ALLGATHER_COALESCED, kName);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    submitAllgatherBase(*work, outputs[i], inputs[i], kName);
+  }
+  work->outputs = outputs;
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  constexpr const char* kName = "reduce_scatter_tensor_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
+  const RedOp op = toRedOp(opts.reduceOp, kName);
+  auto work = makeWork(OpType::REDUCE_SCATTER, kName);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    submitReduceScatterBase(*work, outputs[i], inputs[i], op, kName);
+  }
+  work->outputs = outputs;
+  return work;
+}
+#endif
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
@@ -317,20 +419,98 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter(
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   constexpr const char* kName = "_reduce_scatter_base";
-  checkTensor(output, kName);
-  checkSameKind(input, output, kName, "the input");
-  TORCH_CHECK(input.numel() == getSize() * output.numel(), "braid ", kName, ": the input has ",
-              input.numel(), " elements, expected ", getSize(), " ranks x ", output.numel());
   const RedOp op = toRedOp(opts.reduceOp, kName);
-  const DataType type = toDataType(output.scalar_type(), kName, true, op);
   auto work = makeWork(OpType::_REDUCE_SCATTER_BASE, kName);
+  submitReduceScatterBase(*work, output, input, op, kName);
+  work->outputs = {output};
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::GatherOptions& opts) {
+  constexpr const char* kName = "gather";
+  const at::Tensor& input = single(inputs, kName);
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < getSize(), "braid ", kName, ": root ", root,
+              " is not a rank of this group of ", getSize());
+  const DataType type = toDataType(input.scalar_type(), kName);
+  auto work = makeWork(OpType::GATHER, kName);
   at::Tensor in = input.contiguous();
   work->keepAlive.push_back(in);
-  at::Tensor out = outputBuffer(*work, output);
-  work->requests.push_back(submit(kName, [&] {
-    return comm_->reduceScatterAsync(in.data_ptr(), out.data_ptr(), count(out), type, op);
-  }));
+  if (getRank() != root) {
+    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), "braid ", kName,
+                ": only the root (rank ", root, ") takes output tensors");
+    work->requests.push_back(
+        submit(kName, [&] { return comm_->sendAsync(in.data_ptr(), count(in), type, root); }));
+    return work;
+  }
+  TORCH_CHECK(outputs.size() == 1, "braid ", kName, " takes one output list on the root (got ",
+              outputs.size(), ")");
+  auto& list = outputs[0];
+  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
+              ": the output list holds ", list.size(), " tensors, the group has ", getSize(),
+              " ranks");
+  for (const auto& out : list) {
+    checkSameKind(out, input, kName, "an output tensor");
+    TORCH_CHECK(out.numel() == input.numel(), "braid ", kName, ": an output tensor has ",
+                out.numel(), " elements, the input ", input.numel());
+  }
+  // The root receives from each rank in rank order; its own piece is a copy.
+  for (int r = 0; r < getSize(); ++r) {
+    if (r == root) {
+      work->copyOut.emplace_back(list[r], in.view_as(list[r]));
+      continue;
+    }
+    at::Tensor buf = outputBuffer(*work, list[r]);
+    work->requests.push_back(
+        submit(kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, r); }));
+  }
+  work->outputs = list;
+  return work;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const ::c10d::ScatterOptions& opts) {
+  constexpr const char* kName = "scatter";
+  const at::Tensor& output = single(outputs, kName);
+  const int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK(root >= 0 && root < getSize(), "braid ", kName, ": root ", root,
+              " is not a rank of this group of ", getSize());
+  const DataType type = toDataType(output.scalar_type(), kName);
+  auto work = makeWork(OpType::SCATTER, kName);
   work->outputs = {output};
+  if (getRank() != root) {
+    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), "braid ", kName,
+                ": only the root (rank ", root, ") takes input tensors");
+    at::Tensor buf = outputBuffer(*work, output);
+    work->requests.push_back(
+        submit(kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, root); }));
+    return work;
+  }
+  TORCH_CHECK(inputs.size() == 1, "braid ", kName, " takes one input list on the root (got ",
+              inputs.size(), ")");
+  auto& list = inputs[0];
+  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
+              ": the input list holds ", list.size(), " tensors, the group has ", getSize(),
+              " ranks");
+  for (const auto& in : list) {
+    checkSameKind(in, output, kName, "an input tensor");
+    TORCH_CHECK(in.numel() == output.numel(), "braid ", kName, ": an input tensor has ", in.numel(),
+                " elements, the output ", output.numel());
+  }
+  // The root sends to each rank in rank order; its own piece is a copy.
+  for (int r = 0; r < getSize(); ++r) {
+    at::Tensor in = list[r].contiguous();
+    work->keepAlive.push_back(in);
+    if (r == root) {
+      work->copyOut.emplace_back(output, in.view_as(output));
+      continue;
+    }
+    work->requests.push_back(
+        submit(kName, [&] { return comm_->sendAsync(in.data_ptr(), count(in), type, r); }));
+  }
   return work;
 }
 
@@ -341,9 +521,98 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::barrier(const ::c10d::Barrie
   return work;
 }
 
+void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
+  constexpr const char* kName = "monitored_barrier";
+  const double seconds = opts.timeout == ::c10d::kUnsetTimeout
+                             ? timeoutSeconds_
+                             : std::chrono::duration<double>(opts.timeout).count();
+  Deadline deadline = Deadline::after(seconds);
+  const int size = getSize();
+  // One token byte per rank: ranks 1.. send theirs to rank 0, which answers each once all came.
+  std::vector<uint8_t> tokens(static_cast<size_t>(size), 1);
+  auto failed = [&](const std::string& what) {
+    comm_->abort();  // pending receives would match later messages: the group cannot go on
+    TORCH_CHECK(false, "braid ", kName, " timed out after ", seconds, " s: ", what,
+                " (the group was aborted)");
+  };
+  auto waitAll = [&](std::vector<Request>& requests, const std::vector<int>& peers) {
+    // Returns the index of the first request not finished by the deadline, or -1.
+    for (size_t i = 0; i < requests.size(); ++i) {
+      try {
+        if (!finishBy(requests[i], deadline)) return static_cast<int>(i);
+      } catch (const Error& e) {
+        TORCH_CHECK(false, "braid ", kName,
+                    e.code() == ErrorCode::kTimeout ? " timed out" : " failed",
+                    " waiting for rank ", peers[i], ": ", e.what());
+      }
+    }
+    return -1;
+  };
+  if (getRank() != 0) {
+    // Rank 0 knows who is missing: the others wait kMonitorGraceSeconds longer, so that rank 0's
+    // report (and abort) comes first.
+    deadline = Deadline::after(seconds + kMonitorGraceSeconds);
+    std::vector<Request> requests;
+    requests.push_back(
+        submit(kName, [&] { return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, 0); }));
+    requests.push_back(
+        submit(kName, [&] { return comm_->recvAsync(&tokens[1], 1, DataType::kUint8, 0); }));
+    if (waitAll(requests, {0, 0}) >= 0) {
+      failed(fmt::format("rank {} got no answer from rank 0 in {} s", getRank(),
+                         seconds + kMonitorGraceSeconds));
+    }
+    return;
+  }
+  std::vector<Request> requests;
+  std::vector<int> peers;
+  for (int r = 1; r < size; ++r) {
+    requests.push_back(submit(kName, [&] {
+      return comm_->recvAsync(&tokens[static_cast<size_t>(r)], 1, DataType::kUint8, r);
+    }));
+    peers.push_back(r);
+  }
+  const int missing = waitAll(requests, peers);
+  if (missing >= 0) {
+    const int first = peers[static_cast<size_t>(missing)];
+    std::string what = fmt::format("rank {} did not arrive", first);
+    if (waitAllRanks && first + 1 < size) {
+      // braid receives in issue order: the ranks after the first missing one are unknown.
+      what += fmt::format("; ranks {}..{} are unconfirmed (braid receives in rank order)",
+                          first + 1, size - 1);
+    }
+    failed(what);
+  }
+  std::vector<Request> answers;
+  for (int r = 1; r < size; ++r) {
+    answers.push_back(
+        submit(kName, [&] { return comm_->sendAsync(&tokens[0], 1, DataType::kUint8, r); }));
+  }
+  if (const int late = waitAll(answers, peers); late >= 0) {
+    failed(fmt::format("rank {} took no answer from rank 0", peers[static_cast<size_t>(late)]));
+  }
+}
+
+#if TORCH_VERSION_MAJOR >= 2
+void BraidProcessGroup::abort() { comm_->abort(); }
+
+void BraidProcessGroup::shutdown() {
+  // A barrier first: every rank that reaches it has run all its earlier ops (braid runs them in
+  // issue order), so the abort below cuts nothing short. Bounded, and its failure ignored: a
+  // rank that never calls destroy_process_group, or died, must not hold this one up for long.
+  Request barrier;
+  try {
+    barrier = comm_->barrierAsync();
+    finishBy(barrier, Deadline::after(std::min(timeoutSeconds_, 30.0)));
+  } catch (const std::exception&) {
+  }
+  comm_->abort();  // before `barrier` goes: an unfinished request's destructor would wait
+}
+#endif
+
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::send(std::vector<at::Tensor>& tensors,
                                                          int dstRank, int tag) {
   constexpr const char* kName = "send";
+  checkTag(tag, kName);
   const at::Tensor& tensor = single(tensors, kName);
   const DataType type = toDataType(tensor.scalar_type(), kName);
   auto work = makeWork(OpType::SEND, kName);
@@ -358,6 +627,7 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::send(std::vector<at::Tensor>
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recv(std::vector<at::Tensor>& tensors,
                                                          int srcRank, int tag) {
   constexpr const char* kName = "recv";
+  checkTag(tag, kName);
   const at::Tensor& tensor = single(tensors, kName);
   const DataType type = toDataType(tensor.scalar_type(), kName);
   auto work = makeWork(OpType::RECV, kName);
@@ -367,24 +637,6 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recv(std::vector<at::Tensor>
   work->sourceRank_ = srcRank;
   work->outputs = {tensor};
   return work;
-}
-
-c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_coalesced(
-    std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
-    const ::c10d::AllgatherOptions&) {
-  unsupported("allgather_coalesced");
-}
-
-c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::gather(std::vector<std::vector<at::Tensor>>&,
-                                                           std::vector<at::Tensor>&,
-                                                           const ::c10d::GatherOptions&) {
-  unsupported("gather");
-}
-
-c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::scatter(std::vector<at::Tensor>&,
-                                                            std::vector<std::vector<at::Tensor>>&,
-                                                            const ::c10d::ScatterOptions&) {
-  unsupported("scatter");
 }
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall_base(at::Tensor&, at::Tensor&,
@@ -402,10 +654,6 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Ten
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recvAnysource(std::vector<at::Tensor>&, int) {
   unsupported("recv from any source");
-}
-
-void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions&, bool) {
-  unsupported("monitored_barrier");
 }
 
 }  // namespace braid::pytorch

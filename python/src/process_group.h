@@ -18,6 +18,19 @@
 #include "braid/braid.hpp"
 #include "work.h"
 
+/// True when building against torch >= major.minor.
+#define BRAID_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||        \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+/// `override` on torch >= 2.15 (the 2.x built and tested here), nothing before: the 2.x-only
+/// virtuals below appeared at various 2.x releases; without the keyword such a method still
+/// overrides where the base declares it and is a plain method where it does not.
+#if BRAID_TORCH_AT_LEAST(2, 15)
+#define BRAID_OVERRIDE_2_15 override
+#else
+#define BRAID_OVERRIDE_2_15
+#endif
+
 namespace braid::pytorch {
 
 // 2.x split the process group into a ProcessGroup front and per-device Backends; the backend
@@ -34,7 +47,9 @@ class Watcher;
 /// stages non-contiguous ones through a contiguous copy, submits braid's non-blocking op and
 /// returns a BraidWork at once. Ops run in issue order on this group's communicator; braid
 /// detects ranks that disagree (shape, dtype, op, root) and fails the op on every rank.
-/// Unsupported ops raise NotImplementedError naming the op. Thread-safe.
+/// Unsupported ops raise NotImplementedError naming the op. CUDA tensors are refused, naming the
+/// device (the 2.x registration still lists "cuda" so that a later device path needs no change
+/// there). Thread-safe.
 class BraidProcessGroup : public GroupBase {
  public:
   /// Collective over `size` ranks: bootstraps a braid Communicator through `store` (the
@@ -68,23 +83,51 @@ class BraidProcessGroup : public GroupBase {
       const ::c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
-  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
-  /// Point-to-point: matched in issue order per pair; `tag` is not used for matching.
-  c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
-                                        int tag) override;
-  c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
-                                        int tag) override;
-
-  // Not supported by braid: each raises NotImplementedError naming the op.
+  /// One all-gather per input (braid runs them back to back).
   c10::intrusive_ptr<::c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
       const ::c10d::AllgatherOptions& opts) override;
+#if TORCH_VERSION_MAJOR >= 2
+  /// One _allgather_base / _reduce_scatter_base per pair (the coalescing manager's fast path).
+  c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) BRAID_OVERRIDE_2_15;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) BRAID_OVERRIDE_2_15;
+#endif
+  /// gather and scatter run as braid point-to-point messages between the root and each rank
+  /// (the root receives, or sends, in rank order).
   c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const ::c10d::GatherOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                            std::vector<std::vector<at::Tensor>>& inputs,
                                            const ::c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> barrier(const ::c10d::BarrierOptions& opts) override;
+  /// Every rank but 0 sends rank 0 a token and waits for its answer. Rank 0 waits opts.timeout
+  /// (else the group's), the others 5 s longer (rank 0 reports first): a rank that does not
+  /// arrive in time is named in rank 0's "timed out" error (braid
+  /// receives in issue order, so rank 0 names the first missing rank and those after it as
+  /// unconfirmed), and the group is aborted (its pending receives would match later messages).
+  void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  /// Point-to-point: matched in issue order per pair. braid has no tags yet: a nonzero `tag`
+  /// is refused.
+  c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                        int tag) override;
+  c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                        int tag) override;
+
+#if TORCH_VERSION_MAJOR >= 2
+  /// Aborts the braid communicator at once: ops in flight here fail with "aborted", peers see
+  /// this rank's abort, later calls fail. (torch.distributed's _abort_process_group.)
+  void abort() BRAID_OVERRIDE_2_15;
+  /// destroy_process_group(): waits (at most min(timeout, 30 s)) for a barrier with the other
+  /// ranks, so ops they still finish are not cut short, then aborts the communicator.
+  void shutdown() BRAID_OVERRIDE_2_15;
+#endif
+
+  // Not supported by braid yet: each raises NotImplementedError naming the op.
   c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                  std::vector<int64_t>& outputSplits,
                                                  std::vector<int64_t>& inputSplits,
@@ -94,7 +137,6 @@ class BraidProcessGroup : public GroupBase {
                                             const ::c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
                                                  int tag) override;
-  void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
 
  private:
   c10::intrusive_ptr<BraidWork> makeWork(::c10d::OpType type, const char* opName);
@@ -102,6 +144,13 @@ class BraidProcessGroup : public GroupBase {
   /// that `work` copies back into it on completion.
   at::Tensor outputBuffer(BraidWork& work, const at::Tensor& tensor);
   [[noreturn]] void unsupported(const char* opName);
+  // Submit one braid op into `work` (shared by the single and the coalesced forms).
+  void submitAllgather(BraidWork& work, const std::vector<at::Tensor>& outputs,
+                       const at::Tensor& input, const char* opName);
+  void submitAllgatherBase(BraidWork& work, const at::Tensor& output, const at::Tensor& input,
+                           const char* opName);
+  void submitReduceScatterBase(BraidWork& work, const at::Tensor& output, const at::Tensor& input,
+                               RedOp op, const char* opName);
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Watcher> watcher_;

@@ -61,7 +61,8 @@ RedOp toRedOp(const ::c10d::ReduceOp& op, const char* opName) {
 void checkTensor(const at::Tensor& tensor, const char* opName) {
   TORCH_CHECK(tensor.defined(), "braid ", opName, ": undefined tensor");
   TORCH_CHECK(tensor.device().is_cpu(), "braid ", opName, ": tensor is on ", tensor.device(),
-              "; the braid backend takes CPU tensors only");
+              "; the braid backend takes CPU tensors only for now (", tensor.device().type(),
+              " tensors are not supported by braid yet: move them with .cpu())");
   TORCH_CHECK(tensor.layout() == at::kStrided, "braid ", opName, ": ", tensor.layout(),
               " tensors are not supported by braid (dense tensors only)");
 }

@@ -47,14 +47,17 @@ bool BraidWork::complete(Deadline deadline, bool userDeadline) {
         // The wait's deadline passed, the op still runs.
         if (userDeadline) return false;
         comm_->abort();  // ours passed: the op is stuck beyond braid's own timeouts
-        failure = fmt::format("not finished after {:.0f} s, communicator aborted ({})",
+        failure = fmt::format("timed out: not finished after {:.0f} s, communicator aborted ({})",
                               3 * timeoutSeconds_ + 60, e.what());
         try {
           request.wait(Deadline::after(timeoutSeconds_ + 1));
         } catch (const std::exception&) {
         }
       } else if (failure.empty()) {
-        failure = e.what();
+        // braid's own timeout (no progress for the group's timeout): say so in words people
+        // grep for.
+        failure = e.code() == ErrorCode::kTimeout ? fmt::format("timed out: {}", e.what())
+                                                  : std::string(e.what());
       }
     }
   }

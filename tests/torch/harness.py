@@ -22,18 +22,29 @@ def require_braid_torch():
         import torch.distributed as dist
     except ImportError as e:
         skip(f"torch is not importable by {sys.executable}: {e}")
+    want = os.environ.get("BRAID_TEST_TORCH_MAJOR")  # the torch2_ tests: PyTorch 2.x wanted
+    if want and torch.__version__.split(".")[0] != want:
+        state = os.environ.get("BRAID_TEST_TORCH2_STATE", "")
+        skip(f"this test wants torch {want}.x, {sys.executable} has {torch.__version__} "
+             f"(part TORCH2: {state or 'unknown'})")
     if not dist.is_available() or not dist.is_gloo_available():
         skip("this torch has no distributed/gloo support")
     try:
         import braid_torch  # noqa: F401
     except ImportError as e:
-        skip(f"braid_torch is not built or not on PYTHONPATH (BRAID_WITH_TORCH, build/python): {e}")
+        skip(f"braid_torch is not built or not on PYTHONPATH (BRAID_WITH_TORCH, build/python; "
+             f"BRAID_WITH_TORCH2, build/python-torch2): {e}")
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def torch_major():
+    import torch
+    return int(torch.__version__.split(".")[0])
 
 
 def is_worker():
