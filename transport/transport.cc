@@ -72,12 +72,12 @@ void validate(const EndpointConfig& c) {
                     "rank {}: transport connect: own peer kind is {}, not self", c.rank,
                     kindName(kind));
     } else {
-      BRAID_ENFORCE(kind == Kind::kShm || kind == Kind::kTcp || kind == Kind::kUcx,
-                    ErrorCode::kInvalidUsage, "rank {}: transport connect: peer {} has kind {}",
-                    c.rank, p, kindName(kind));
+      BRAID_ENFORCE(
+          kind == Kind::kShm || kind == Kind::kTcp || kind == Kind::kUcx, ErrorCode::kInvalidUsage,
+          "rank {}: transport connect: peer rank {} has kind {}", c.rank, p, kindName(kind));
       std::string why;
       BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
-                    "rank {}: transport connect: peer {} has kind {}, but {}", c.rank, p,
+                    "rank {}: transport connect: peer rank {} has kind {}, but {}", c.rank, p,
                     kindName(kind), why);
     }
   }
@@ -238,8 +238,8 @@ class CompositeEndpoint final : public Endpoint {
     BRAID_ENFORCE(peer >= 0 && peer < config_.size && (selfOk || peer != config_.rank) &&
                       channel >= 0 && channel < config_.channels,
                   ErrorCode::kInvalidUsage,
-                  "rank {}: no channel {} to peer {} (size {}, {} channels)", config_.rank, channel,
-                  peer, config_.size, config_.channels);
+                  "rank {}: no channel {} to peer rank {} (size {}, {} channels)", config_.rank,
+                  channel, peer, config_.size, config_.channels);
   }
 
   EndpointConfig config_;

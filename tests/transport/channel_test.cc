@@ -309,7 +309,7 @@ TEST(ConnectTimeout, NamesTheMissingPeer) {
       ADD_FAILURE() << "connect without a peer must time out";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
-      EXPECT_NE(std::string(e.what()).find("peer 1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("peer rank 1"), std::string::npos) << e.what();
     }
     EXPECT_TRUE(shmEntries("braid-" + c.jobId + "-").empty());
   }

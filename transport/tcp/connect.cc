@@ -89,7 +89,8 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout) throw;
       fail(ErrorCode::kTimeout,
-           "rank {}: tcp connect timed out waiting for peer {} to publish its address (key '{}')",
+           "rank {}: tcp connect timed out waiting for peer rank {} to publish its address (key "
+           "'{}')",
            rank, p, key);
     }
     size_t colon = where.rfind(':');
@@ -97,17 +98,17 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     addr.sin_family = AF_INET;
     BRAID_ENFORCE(colon != std::string::npos &&
                       inet_pton(AF_INET, where.substr(0, colon).c_str(), &addr.sin_addr) == 1,
-                  ErrorCode::kInvalidUsage, "rank {}: peer {} published a bad tcp address '{}'",
-                  rank, p, where);
+                  ErrorCode::kInvalidUsage,
+                  "rank {}: peer rank {} published a bad tcp address '{}'", rank, p, where);
     addr.sin_port = htons(static_cast<uint16_t>(std::stoi(where.substr(colon + 1))));
     int fd = -1;
     std::string lastError = "no attempt";
     while (fd < 0) {
       BRAID_ENFORCE(!deadline.expired(), ErrorCode::kTimeout,
-                    "rank {}: tcp connect to peer {} at {} timed out: {}", rank, p, where,
+                    "rank {}: tcp connect to peer rank {} at {} timed out: {}", rank, p, where,
                     lastError);
       int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (s < 0) failErrno(fmt::format("rank {}: tcp socket() for peer {}", rank, p), errno);
+      if (s < 0) failErrno(fmt::format("rank {}: tcp socket() for peer rank {}", rank, p), errno);
       int rc = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
       int err = rc == 0 ? 0 : errno;
       if (err == EINPROGRESS) {
@@ -130,7 +131,8 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     links_[p]->fd = fd;
     std::string hello = encodeHello(config_.size, rank, p, config_.jobId, config_.secret);
     BRAID_ENFORCE(writeAll(fd, hello.data(), hello.size(), deadline), ErrorCode::kRemoteError,
-                  "rank {}: tcp handshake to peer {} at {} failed while sending", rank, p, where);
+                  "rank {}: tcp handshake to peer rank {} at {} failed while sending", rank, p,
+                  where);
   }
   // 2. Accept every lower tcp peer.
   acceptPeers(deadline);
@@ -140,7 +142,7 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     Ack ack;
     bool ok = readAll(links_[p]->fd, reinterpret_cast<char*>(&ack), sizeof ack, deadline);
     BRAID_ENFORCE(ok && ack.magic == kAckMagic && ack.rank == p, ErrorCode::kRemoteError,
-                  "rank {}: tcp handshake with peer {}: {}", rank, p,
+                  "rank {}: tcp handshake with peer rank {}: {}", rank, p,
                   deadline.expired() ? "timed out waiting for its acknowledgement"
                                      : "it closed the connection (secret/job/size mismatch?)");
   }
@@ -179,8 +181,8 @@ void TcpTransport::acceptPeers(Deadline deadline) {
         if (links_[p] && links_[p]->fd < 0) who += (who.empty() ? "" : ", ") + std::to_string(p);
       }
       for (auto& c : pending) close(c.fd);
-      fail(ErrorCode::kTimeout, "rank {}: tcp connect timed out waiting for peer(s) {} to connect",
-           rank, who);
+      fail(ErrorCode::kTimeout,
+           "rank {}: tcp connect timed out waiting for peer rank(s) {} to connect", rank, who);
     }
     std::vector<pollfd> fds;
     fds.push_back({listenFd_, POLLIN, 0});

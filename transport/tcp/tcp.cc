@@ -105,7 +105,8 @@ void TcpTransport::start(Doorbell* doorbell) {
     ev.events = EPOLLIN;
     ev.data.u64 = static_cast<uint64_t>(link->rank);
     if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, link->fd, &ev) != 0) {
-      failErrno(fmt::format("rank {}: epoll_ctl for peer {}", config_.rank, link->rank), errno);
+      failErrno(fmt::format("rank {}: epoll_ctl for peer rank {}", config_.rank, link->rank),
+                errno);
     }
   }
   thread_ = std::thread([this] { progressLoop(); });
@@ -168,7 +169,7 @@ void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protoco
     recordAbort(link.rank, text);
     shutdown(link.fd, SHUT_RDWR);
   } else if (!stopping_.load()) {
-    BRAID_INFO("rank {}: tcp connection to peer {} lost: {}", config_.rank, link.rank, why);
+    BRAID_INFO("rank {}: tcp connection to peer rank {} lost: {}", config_.rank, link.rank, why);
   }
   epoll_ctl(epollFd_, EPOLL_CTL_DEL, link.fd, nullptr);
   if (doorbell_ != nullptr) ringDoorbell(*doorbell_);

@@ -249,7 +249,7 @@ void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protoc
     if (!stopping_.load()) BRAID_WARN("rank {}: ucx: {}", config_.rank, text);
     recordAbort(peer.rank, text);
   } else if (!stopping_.load()) {
-    BRAID_INFO("rank {}: ucx connection to peer {} lost: {}", config_.rank, peer.rank, why);
+    BRAID_INFO("rank {}: ucx connection to peer rank {} lost: {}", config_.rank, peer.rank, why);
   }
   ring();
 }

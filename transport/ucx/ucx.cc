@@ -230,7 +230,8 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout) throw;
       fail(ErrorCode::kTimeout,
-           "rank {}: ucx connect timed out waiting for peer {} to publish its address (key '{}')",
+           "rank {}: ucx connect timed out waiting for peer rank {} to publish its address (key "
+           "'{}')",
            rank, peer->rank, key);
     }
     std::string address;
@@ -238,8 +239,8 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     size_t colon2 = colon1 == std::string::npos ? colon1 : hex.find(':', colon1 + 1);
     BRAID_ENFORCE(colon2 != std::string::npos && fromHex(hex.substr(colon2 + 1), &address),
                   ErrorCode::kRemoteError,
-                  "rank {}: ucx: peer {} published a malformed worker address under '{}'", rank,
-                  peer->rank, key);
+                  "rank {}: ucx: peer rank {} published a malformed worker address under '{}'",
+                  rank, peer->rank, key);
     // A peer on this host, in this pid namespace: its death is seen by the kernel (peerAlive),
     // so UCX may use shared memory, whose transports have no peer failure handling. Elsewhere
     // UCX must report failures (its transports there do).
@@ -257,7 +258,7 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     if (status != UCS_OK) {
       peer->ep = nullptr;
       fail(ErrorCode::kSystemError,
-           "rank {}: ucx: creating the endpoint to peer {} failed: {} (UCX_TLS={})", rank,
+           "rank {}: ucx: creating the endpoint to peer rank {} failed: {} (UCX_TLS={})", rank,
            peer->rank, ucs_status_string(status), tls_.empty() ? "unset" : tls_);
     }
     hello.target = peer->rank;
@@ -271,16 +272,17 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     for (auto& peer : peers_) {
       if (!peer) continue;
       if (!peer->alive.load()) {
-        fail(ErrorCode::kRemoteError, "rank {}: ucx connection to peer {} failed: {} (UCX_TLS={})",
-             rank, peer->rank, peer->reason, tls_.empty() ? "unset" : tls_);
+        fail(ErrorCode::kRemoteError,
+             "rank {}: ucx connection to peer rank {} failed: {} (UCX_TLS={})", rank, peer->rank,
+             peer->reason, tls_.empty() ? "unset" : tls_);
       }
       if (!peer->helloSeen) missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
     }
     if (missing.empty()) break;
     if (deadline.expired()) {
       fail(ErrorCode::kTimeout,
-           "rank {}: ucx connect timed out waiting for the hello of peer(s) {} (UCX_TLS={})", rank,
-           missing, tls_.empty() ? "unset" : tls_);
+           "rank {}: ucx connect timed out waiting for the hello of peer rank(s) {} (UCX_TLS={})",
+           rank, missing, tls_.empty() ? "unset" : tls_);
     }
     if (ucp_worker_progress(worker_) == 0)
       waitForEvents(std::min(deadline.millisLeft(), 10), nullptr);
