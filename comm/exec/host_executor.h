@@ -46,7 +46,14 @@ class HostExecutor {
   bool tryPiece(Cursor& cursor, const ExecArgs& args);
   void checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes, int peer,
                    const ExecArgs& args);
-  void slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args, bool checkPeers);
+  /// Runs every unfinished lane as far as it goes now; true when any piece moved.
+  bool advanceAll(const ExecArgs& args, size_t* unfinished);
+  /// Fails on an abort (this process's or a peer's) and, with checkPeers, on a gone peer that
+  /// the current steps still wait on.
+  void slowPathChecks(const ExecArgs& args, bool checkPeers);
+  /// The first peer that is gone while a current step still needs it (its message is missing, or
+  /// no slot to it is free), or -1. A peer that left after posting what is needed is not one.
+  int goneAwaitedPeer();
   [[noreturn]] void failWaiting(ErrorCode code, const std::vector<Cursor>& cursors,
                                 const ExecArgs& args, const std::string& why);
   char* address(Buf buf, size_t elemOffset, const ExecArgs& args) const;
