@@ -10,6 +10,7 @@
 
 #include <cerrno>
 
+#include "common/log.h"
 #include "transport/tcp/link.h"
 #include "transport/tcp/tcp.h"
 
@@ -29,8 +30,17 @@ bool TcpTransport::flushOut(PeerLink& link) {
   return flushOutLocked(link);
 }
 
+void TcpTransport::outputFailed(PeerLink& link, int err) {
+  // The reader decides when the link is dead: it still holds what the peer sent before it closed
+  // (the peer may have finished and left), and it sees the close or reset right after that.
+  link.sendFailed = true;
+  BRAID_TRACE("rank {}: tcp send to peer {} failed: {}; reading what it sent until the end",
+              config_.rank, link.rank, errnoText(err));
+  wakeProgress();
+}
+
 bool TcpTransport::flushOutLocked(PeerLink& link) {
-  if (!link.alive.load(std::memory_order_relaxed) || link.finSent) return false;
+  if (!link.alive.load(std::memory_order_relaxed) || link.finSent || link.sendFailed) return false;
   const int channels = config_.channels;
   bool did = false;
   for (int c = 0; c < channels; ++c) {
@@ -54,7 +64,7 @@ bool TcpTransport::flushOutLocked(PeerLink& link) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
           blocked = true;
         } else if (errno != EINTR) {
-          markDead(link, errnoText(errno), false);
+          outputFailed(link, errno);
           return true;
         }
         continue;
@@ -104,7 +114,7 @@ bool TcpTransport::flushOutLocked(PeerLink& link) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         blocked = true;
       } else if (errno != EINTR) {
-        markDead(link, errnoText(errno), false);
+        outputFailed(link, errno);
         return true;
       }
       continue;
@@ -238,7 +248,8 @@ bool TcpTransport::hasLocalWork() {
   for (auto& link : links_) {
     if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
     std::lock_guard<std::mutex> lock(link->mutex);
-    if (link->finSent || link->wantOut) continue;  // nothing to write, or waits for EPOLLOUT
+    // Nothing to write, or it waits for EPOLLOUT.
+    if (link->finSent || link->sendFailed || link->wantOut) continue;
     if (link->inFrame || link->controlOff < link->control.size()) return true;
     for (int c = 0; c < channels; ++c) {
       TcpSendChannel& sc = *sends_[link->rank * channels + c];
@@ -259,7 +270,7 @@ bool TcpTransport::hasPendingOutput() {
   for (auto& link : links_) {
     if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
     std::lock_guard<std::mutex> lock(link->mutex);
-    if (link->finSent) continue;
+    if (link->finSent || link->sendFailed) continue;
     if (link->inFrame || link->controlOff < link->control.size()) return true;
     for (int c = 0; c < channels; ++c) {
       TcpSendChannel& sc = *sends_[link->rank * channels + c];
