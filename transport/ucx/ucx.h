@@ -84,6 +84,8 @@ class UcxTransport {
 
  private:
   void cleanup();
+  /// Send slots whose send has not completed (worker owner).
+  size_t sendsInFlight() const;
   /// Progresses the worker until it is quiet (bounded), from a user thread: called before a gone
   /// peer is reported, so that what it sent before it went has arrived.
   void drainWorker();
