@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +54,11 @@ struct DestroyParam {
   int ranks;
   Leave leave;
 };
+
+// gtest prints it in failure lines (instead of the object's bytes).
+void PrintTo(const DestroyParam& p, std::ostream* os) {
+  *os << p.transport << ", " << p.ranks << " ranks, after " << leaveName(p.leave);
+}
 
 int trialsFromEnv() {
   const char* env = std::getenv("BRAID_FAULTS_TRIALS");
