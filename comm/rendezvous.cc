@@ -17,14 +17,11 @@ void leaveRendezvous(CommState& state) {
 
 void closeRendezvous(CommState& state, bool connected) {
   if (!state.server) return;
-  // Only a communicator that finished init and never failed waits: after a failed init, a failed
-  // call or an abort the peers are failing anyway and learn it sooner from a closed store.
-  bool failed = state.aborted.load();
-  {
-    std::lock_guard<std::mutex> lock(state.errorMutex);
-    failed = failed || state.broken.has_value();
-  }
-  const bool wait = connected && !failed;
+  // A communicator that finished init waits, also after a failed call: a rank still connecting
+  // then completes its init and hears of the failure from the transport (e.g. kMismatch) instead
+  // of a closed store. Not after a failed init (the peers fail anyway, and sooner when the store
+  // closes) or an abort() (the caller wants it torn down now).
+  const bool wait = connected && !state.aborted.load();
   if (wait) {
     const size_t open =
         state.server->waitForClientsToLeave(Deadline::after(state.options.timeoutSeconds));

@@ -71,7 +71,7 @@ struct CommState;
 void leaveRendezvous(CommState& state);
 /// In destroy, on the rank hosting the store: waits (bounded by the timeout) until every other
 /// rank has left it, then closes it (comm/rendezvous.cc). `connected`: this rank's init completed
-/// (after a failed init it closes at once).
+/// (after a failed init or an abort it closes at once).
 void closeRendezvous(CommState& state, bool connected);
 
 struct CommState {
