@@ -45,6 +45,12 @@ CommState::~CommState() {
   waitersCv.notify_all();
   workerCv.notify_all();
   if (worker.joinable()) worker.join();
+  // The transport first (its destructor hands over or flushes what this rank posted), then the
+  // store this rank may host, once the ranks still connecting are done with it.
+  const bool connected = endpoint != nullptr;
+  executor.reset();
+  endpoint.reset();
+  closeRendezvous(*this, connected);
 }
 
 comm::TunerConfig CommState::tunerConfig() const {

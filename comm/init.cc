@@ -195,6 +195,7 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   state.endpoint = transport::connect(config, store);
   state.executor =
       std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted, oversubscribed);
+  leaveRendezvous(state);
   BRAID_INFO(
       "rank {}/{}: connected (job {}, host {}, node {} of {}, chunk {} B x {} slots, {} "
       "channel(s), {} local ranks{})",

@@ -66,6 +66,15 @@ struct ResolvedOptions {
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
 ResolvedOptions resolveOptions(const Options& options);
 
+struct CommState;
+/// After a rank's init: drops its store connection, telling the store's host it is done
+/// (comm/rendezvous.cc).
+void leaveRendezvous(CommState& state);
+/// In destroy, on the rank hosting the store: waits (bounded by the timeout) until every other
+/// rank has left it, then closes it (comm/rendezvous.cc). `connected`: this rank's init completed
+/// (after a failed init or an abort it closes at once).
+void closeRendezvous(CommState& state, bool connected);
+
 struct CommState {
   CommState(int rank, int size, const ResolvedOptions& options);
   ~CommState();

@@ -40,6 +40,12 @@ class AbortRecord {
     std::lock_guard<std::mutex> lock(mutex_);
     return peer_;
   }
+  /// Whether this rank or a peer aborted (teardown then need not wait for peers to take data).
+  bool anyAbort() const {
+    if (ownRequested()) return true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return peer_.has_value();
+  }
 
  private:
   std::atomic<bool> ownRequested_{false};

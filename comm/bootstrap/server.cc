@@ -470,4 +470,13 @@ void StoreServer::Impl::resolvePending() {
   }
 }
 
+// Polls the count the serving thread keeps: a close is seen within one poll() round of it.
+size_t StoreServer::waitForClientsToLeave(Deadline deadline) const {
+  while (true) {
+    const size_t open = impl_->active.load();
+    if (open == 0 || deadline.expired()) return open;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 }  // namespace braid::bootstrap

@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "braid/deadline.hpp"
+
 namespace braid::bootstrap {
 
 /// Serves one job's key-value map over TCP to many TcpStore clients from one poll() thread with
@@ -53,6 +55,11 @@ class StoreServer {
   size_t droppedConnections() const;
   /// Connections that completed the handshake and are open now.
   size_t activeConnections() const;
+  /// Waits until no connection that completed the handshake is open (each client has closed or
+  /// died), or until `deadline`. Returns how many were still open (0: all gone). Cheap when they
+  /// are already gone. For the rank hosting the store: its destroy must not strand ranks that are
+  /// still connecting.
+  size_t waitForClientsToLeave(Deadline deadline) const;
 
  private:
   struct Impl;

@@ -272,7 +272,7 @@ void HostExecutor::failWaiting(ErrorCode code, const std::vector<Cursor>& cursor
   fail(code, "rank {}: {}: {}{}", rank_, what(args), why, waiting);
 }
 
-void HostExecutor::checkArrivals(const std::vector<Cursor>& cursors, const ExecArgs& args) {
+void HostExecutor::checkArrivals(const ExecArgs& args) {
   // Point-to-point numbers are per peer and may equal a collective's: only collectives look.
   if (args.header.coll == Collective::kSend) return;
   for (int q = 0; q < size_; ++q) {
@@ -286,7 +286,7 @@ void HostExecutor::checkArrivals(const std::vector<Cursor>& cursors, const ExecA
       if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) == 0) continue;
       const OpHeader got = decodeHeader(meta);
       if (got.coll == Collective::kSend) continue;
-      failWaiting(ErrorCode::kMismatch, cursors, args,
+      failWaiting(ErrorCode::kMismatch, cursors_, args,
                   fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
                               "rank {} called {}",
                               q, describeHeader(args.header), q, describeHeader(got)));
@@ -294,43 +294,68 @@ void HostExecutor::checkArrivals(const std::vector<Cursor>& cursors, const ExecA
   }
 }
 
-void HostExecutor::slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args,
-                                  bool checkPeers) {
+bool HostExecutor::advanceAll(const ExecArgs& args, size_t* unfinished) {
+  bool moved = false;
+  for (Cursor& c : cursors_) {
+    while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
+      moved = true;
+      if (c.step == c.lane->steps.size()) --*unfinished;
+    }
+  }
+  return moved;
+}
+
+int HostExecutor::goneAwaitedPeer(const ExecArgs& args) {
+  // A peer is awaited only while its message is missing (or, sending, no slot to it is free): a
+  // peer that finished its part and left (its message is already here) strands nobody. Liveness
+  // is read first: what a peer posted before it went is visible once its death is.
+  auto goneFrom = [&](int peer, int channel) {
+    if (peer < 0 || peer == rank_ || ep_.peerAlive(peer)) return false;
+    size_t bytes = 0;
+    transport::MessageMeta meta;
+    return peekData(peer, channel, &bytes, &meta, args) == nullptr;
+  };
+  auto goneTo = [&](int peer, int channel) {
+    if (peer < 0 || peer == rank_ || ep_.peerAlive(peer)) return false;
+    return ep_.send(peer, channel).tryAcquire() == nullptr;
+  };
+  for (const Cursor& c : cursors_) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    if (s.prim == Prim::kGatherReduce) {
+      for (int q = 0; q < size_; ++q)
+        if (goneFrom(q, s.channel)) return q;
+    } else {
+      if (primReceives(s.prim) && goneFrom(s.recvPeer, s.channel)) return s.recvPeer;
+      if (primSends(s.prim) && goneTo(s.sendPeer, s.channel)) return s.sendPeer;
+    }
+  }
+  return -1;
+}
+
+void HostExecutor::slowPathChecks(const ExecArgs& args, bool checkPeers) {
   if (aborted_.load(std::memory_order_relaxed)) {
-    failWaiting(ErrorCode::kAborted, cursors, args, "communicator aborted by this process");
+    failWaiting(ErrorCode::kAborted, cursors_, args, "communicator aborted by this process");
   }
   if (auto remote = ep_.peerAbort()) {
     std::string reason;
     const ErrorCode code = decodeAbortReason(remote->second, &reason);
-    failWaiting(code, cursors, args,
+    failWaiting(code, cursors_, args,
                 fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
   }
-  checkArrivals(cursors, args);
+  checkArrivals(args);
   if (!checkPeers) return;
-  for (const Cursor& c : cursors) {
-    if (c.step >= c.lane->steps.size()) continue;
-    const Step& s = c.lane->steps[c.step];
-    auto check = [&](int peer) {
-      if (peer >= 0 && peer != rank_ && !ep_.peerAlive(peer)) {
-        // A peer that failed and then exited wrote why before it went: name the first cause.
-        if (auto remote = ep_.peerAbort()) {
-          std::string reason;
-          const ErrorCode code = decodeAbortReason(remote->second, &reason);
-          failWaiting(code, cursors, args,
-                      fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
-        }
-        failWaiting(ErrorCode::kRemoteError, cursors, args,
-                    fmt::format("peer rank {} is gone (its process exited or its connection "
-                                "closed)",
-                                peer));
-      }
-    };
-    if (s.prim == Prim::kGatherReduce) {
-      for (int q = 0; q < size_; ++q) check(q);
-    } else {
-      if (primReceives(s.prim)) check(s.recvPeer);
-      if (primSends(s.prim)) check(s.sendPeer);
+  if (const int gone = goneAwaitedPeer(args); gone >= 0) {
+    // A peer that failed and then exited wrote why before it went: name the first cause.
+    if (auto remote = ep_.peerAbort()) {
+      std::string reason;
+      const ErrorCode code = decodeAbortReason(remote->second, &reason);
+      failWaiting(code, cursors_, args,
+                  fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
     }
+    failWaiting(
+        ErrorCode::kRemoteError, cursors_, args,
+        fmt::format("peer rank {} is gone (its process exited or its connection closed)", gone));
   }
 }
 
@@ -346,13 +371,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
   int idle = 0;
   Clock::time_point lastProgress{}, lastPeerCheck{};
   while (unfinished > 0) {
-    bool progressed = false;
-    for (Cursor& c : cursors_) {
-      while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
-        progressed = true;
-        if (c.step == c.lane->steps.size()) --unfinished;
-      }
-    }
+    const bool progressed = advanceAll(args, &unfinished);
     if (progressed || unfinished == 0) {
       idle = 0;
       continue;
@@ -367,7 +386,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
       lastProgress = now;  // the idle period started (about) here
       lastPeerCheck = now;
     }
-    if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(cursors_, args, false);
+    if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(args, false);
     if (now - lastProgress < kActiveWait) {
       if (oversubscribed_) {
         sched_yield();
@@ -379,7 +398,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
     const bool checkPeers = now - lastPeerCheck >= kPeerCheckEvery;
     if (checkPeers) lastPeerCheck = now;
     if (!probed_) sendProbes(args);
-    slowPathChecks(cursors_, args, checkPeers);
+    slowPathChecks(args, checkPeers);
     const auto timeout = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(args.timeoutSeconds));
     if (now - lastProgress >= timeout) {
@@ -388,13 +407,7 @@ void HostExecutor::run(const RankProgram& program, const ExecArgs& args) {
     }
     // Announce the sleep, look once more, then sleep until rung or the slice ends.
     uint32_t ticket = ep_.prepareSleep();
-    bool moved = false;
-    for (Cursor& c : cursors_) {
-      while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
-        moved = true;
-        if (c.step == c.lane->steps.size()) --unfinished;
-      }
-    }
+    const bool moved = advanceAll(args, &unfinished);
     const auto until = moved ? now : std::min(now + kSleepSlice, lastProgress + timeout);
     ep_.sleep(ticket, until);
     if (moved) idle = 0;

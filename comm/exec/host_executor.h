@@ -61,9 +61,16 @@ class HostExecutor {
                    const ExecArgs& args);
   /// Fails with kMismatch when a peer's message numbered like this op describes another call
   /// (a rank that disagrees may never send what this rank waits for: two broadcast "roots" only
-  /// send). Looks at the head of every channel without consuming anything.
-  void checkArrivals(const std::vector<Cursor>& cursors, const ExecArgs& args);
-  void slowPathChecks(const std::vector<Cursor>& cursors, const ExecArgs& args, bool checkPeers);
+  /// send). Looks at the head of every channel, dropping only probes.
+  void checkArrivals(const ExecArgs& args);
+  /// Runs every unfinished lane as far as it goes now; true when any piece moved.
+  bool advanceAll(const ExecArgs& args, size_t* unfinished);
+  /// Fails on an abort (this process's or a peer's), on a mismatch seen in arrivals and, with
+  /// checkPeers, on a gone peer that the current steps still wait on.
+  void slowPathChecks(const ExecArgs& args, bool checkPeers);
+  /// The first peer that is gone while a current step still needs it (its message is missing, or
+  /// no slot to it is free), or -1. A peer that left after posting what is needed is not one.
+  int goneAwaitedPeer(const ExecArgs& args);
   [[noreturn]] void failWaiting(ErrorCode code, const std::vector<Cursor>& cursors,
                                 const ExecArgs& args, const std::string& why);
   char* address(Buf buf, size_t elemOffset, const ExecArgs& args) const;

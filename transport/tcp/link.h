@@ -35,6 +35,10 @@ struct PeerLink {
   std::atomic<bool> alive{true};
   std::mutex mutex;
   bool finSent = false;
+  // A send failed (the peer closed or reset): nothing more is written, but the link stays alive
+  // until the reader has taken in what the peer sent before and then sees the end, so that a peer
+  // that posted its last messages and left is still heard in full.
+  bool sendFailed = false;
   bool wantOut = false;  // EPOLLOUT registered: the socket buffer was full
   // Output: control frames (credits, abort) go between data frames.
   std::string control;

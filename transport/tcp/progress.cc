@@ -8,8 +8,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
+#include "common/log.h"
 #include "transport/tcp/link.h"
 #include "transport/tcp/tcp.h"
 
@@ -17,9 +19,15 @@ namespace braid::transport::tcp {
 
 namespace {
 
-constexpr double kDrainSeconds = 1;     // destructor: flushing posted messages
-constexpr double kLingerSeconds = 0.5;  // destructor: waiting for the peers' acks
-constexpr int kSpinPolls = 100;         // non-blocking polls before the thread sleeps
+// Destructor: flushing posted messages, then waiting for the peers' acks, each given up after
+// this long without progress (a frozen peer), and in all at most the endpoint's timeout.
+constexpr double kDrainSeconds = 1;
+constexpr double kLingerSeconds = 0.5;
+
+Clock::time_point after(Clock::time_point from, double seconds) {
+  return from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+constexpr int kSpinPolls = 100;  // non-blocking polls before the thread sleeps
 constexpr int kSleepMillis = 100;
 
 }  // namespace
@@ -29,8 +37,17 @@ bool TcpTransport::flushOut(PeerLink& link) {
   return flushOutLocked(link);
 }
 
+void TcpTransport::outputFailed(PeerLink& link, int err) {
+  // The reader decides when the link is dead: it still holds what the peer sent before it closed
+  // (the peer may have finished and left), and it sees the close or reset right after that.
+  link.sendFailed = true;
+  BRAID_TRACE("rank {}: tcp send to peer {} failed: {}; reading what it sent until the end",
+              config_.rank, link.rank, errnoText(err));
+  wakeProgress();
+}
+
 bool TcpTransport::flushOutLocked(PeerLink& link) {
-  if (!link.alive.load(std::memory_order_relaxed) || link.finSent) return false;
+  if (!link.alive.load(std::memory_order_relaxed) || link.finSent || link.sendFailed) return false;
   const int channels = config_.channels;
   bool did = false;
   for (int c = 0; c < channels; ++c) {
@@ -54,7 +71,7 @@ bool TcpTransport::flushOutLocked(PeerLink& link) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
           blocked = true;
         } else if (errno != EINTR) {
-          markDead(link, errnoText(errno), false);
+          outputFailed(link, errno);
           return true;
         }
         continue;
@@ -104,7 +121,7 @@ bool TcpTransport::flushOutLocked(PeerLink& link) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         blocked = true;
       } else if (errno != EINTR) {
-        markDead(link, errnoText(errno), false);
+        outputFailed(link, errno);
         return true;
       }
       continue;
@@ -238,7 +255,8 @@ bool TcpTransport::hasLocalWork() {
   for (auto& link : links_) {
     if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
     std::lock_guard<std::mutex> lock(link->mutex);
-    if (link->finSent || link->wantOut) continue;  // nothing to write, or waits for EPOLLOUT
+    // Nothing to write, or it waits for EPOLLOUT.
+    if (link->finSent || link->sendFailed || link->wantOut) continue;
     if (link->inFrame || link->controlOff < link->control.size()) return true;
     for (int c = 0; c < channels; ++c) {
       TcpSendChannel& sc = *sends_[link->rank * channels + c];
@@ -259,7 +277,7 @@ bool TcpTransport::hasPendingOutput() {
   for (auto& link : links_) {
     if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
     std::lock_guard<std::mutex> lock(link->mutex);
-    if (link->finSent) continue;
+    if (link->finSent || link->sendFailed) continue;
     if (link->inFrame || link->controlOff < link->control.size()) return true;
     for (int c = 0; c < channels; ++c) {
       TcpSendChannel& sc = *sends_[link->rank * channels + c];
@@ -296,14 +314,20 @@ void TcpTransport::progressLoop() {
   int idle = 0;
   Clock::time_point drainUntil{};
   Clock::time_point lingerUntil{};
+  Clock::time_point flushLimit{};  // while peers keep taking data, destroy waits up to here
   bool lingering = false;
+  bool drained = false;  // the last round wrote something
+  long unackedBefore = -1;
   while (true) {
     bool stop = stopping_.load(std::memory_order_acquire);
     if (stop) {
       auto now = Clock::now();
       if (drainUntil == Clock::time_point{}) {
-        drainUntil = now + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(kDrainSeconds));
+        // After an abort the data no longer matters: only the short bounds apply.
+        flushLimit = after(now, aborts_.anyAbort() ? 0 : config_.timeoutSeconds);
+        drainUntil = after(now, kDrainSeconds);
+      } else if (drained && !lingering) {
+        drainUntil = std::max(drainUntil, std::min(after(now, kDrainSeconds), flushLimit));
       }
       if (!lingering && (!hasPendingOutput() || now >= drainUntil)) {
         // Everything posted is in the socket: half-close, then wait (bounded) until the peers
@@ -317,20 +341,23 @@ void TcpTransport::progressLoop() {
           }
         }
         lingering = true;
-        lingerUntil = now + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(kLingerSeconds));
+        lingerUntil = after(now, kLingerSeconds);
       }
       if (lingering) {
         // Done once the peers acknowledged every byte we sent: a reset after that no longer
         // loses anything (it purges our send queue, not the data in their receive queue).
-        bool unacked = false;
+        long unacked = 0;
         for (auto& link : links_) {
           int outq = 0;
           if (link && link->alive.load() && ioctl(link->fd, SIOCOUTQ, &outq) == 0 && outq > 0) {
-            unacked = true;
+            unacked += outq;
           }
         }
-        if (!unacked || now >= lingerUntil) break;
+        if (unackedBefore >= 0 && unacked < unackedBefore) {
+          lingerUntil = std::max(lingerUntil, std::min(after(now, kLingerSeconds), flushLimit));
+        }
+        unackedBefore = unacked;
+        if (unacked == 0 || now >= lingerUntil) break;
       }
     }
     int timeout = 0;
@@ -370,6 +397,7 @@ void TcpTransport::progressLoop() {
       }
     }
     if (!lingering) did |= progressOnce();
+    drained = did;
     idle = did ? 0 : idle + 1;
   }
 }

@@ -59,6 +59,8 @@ class TcpTransport {
   bool hasPendingOutput();
   bool flushOut(PeerLink& link);
   bool flushOutLocked(PeerLink& link);
+  /// A send to the link failed: stop writing it, keep reading it (caller holds its mutex).
+  void outputFailed(PeerLink& link, int err);
   bool readIn(PeerLink& link);
   void markDead(PeerLink& link, const std::string& why, bool protocolError);
   void recordAbort(int peer, const std::string& reason);

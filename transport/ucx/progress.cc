@@ -15,8 +15,10 @@ namespace braid::transport::ucx {
 namespace {
 
 constexpr auto kSpin = std::chrono::microseconds(50);  // busy polls after the last activity
-constexpr int kSleepMillis = 100;       // a sleep ends at least this often (belt and braces)
-constexpr double kCloseSeconds = 1;     // teardown: flushing and closing the endpoints
+constexpr int kSleepMillis = 100;  // a sleep ends at least this often (belt and braces)
+// Teardown: flushing and closing the endpoints, given up after this long without a send or a
+// close completing (a frozen peer), and in all at most the endpoint's timeout.
+constexpr double kCloseSeconds = 1;
 constexpr double kCancelSeconds = 0.5;  // teardown: cancelling the pre-posted receives
 
 void sendCallback(void* request, ucs_status_t status, void* user) {
@@ -372,6 +374,15 @@ void UcxTransport::progressLoop() {
   }
 }
 
+size_t UcxTransport::sendsInFlight() const {
+  size_t busy = 0;
+  for (const auto& sc : sends_) {
+    for (uint64_t s = 0; sc && s < sc->k_; ++s)
+      busy += sc->slots_[s].busy.load(std::memory_order_relaxed);
+  }
+  return busy;
+}
+
 void UcxTransport::cleanup() {
   if (worker_ != nullptr) {
     // Endpoints first: a flush delivers what is in flight (bounded: a frozen peer never acks).
@@ -385,7 +396,10 @@ void UcxTransport::cleanup() {
       if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
       peer->ep = nullptr;
     }
+    // After an abort the data no longer matters: only the short bound applies.
+    const Deadline limit = Deadline::after(aborts_.anyAbort() ? 0 : config_.timeoutSeconds);
     Deadline closeDeadline = Deadline::after(kCloseSeconds);
+    size_t inFlightBefore = SIZE_MAX;
     while (!closing.empty()) {
       ucp_worker_progress(worker_);
       closing.erase(std::remove_if(closing.begin(), closing.end(),
@@ -397,6 +411,12 @@ void UcxTransport::cleanup() {
                                      return true;
                                    }),
                     closing.end());
+      const size_t inFlight = closing.size() + sendsInFlight();
+      if (inFlight < inFlightBefore) {  // peers are taking data: give them longer
+        const Deadline extended = Deadline::after(kCloseSeconds).earlier(limit);
+        if (extended.when() > closeDeadline.when()) closeDeadline = extended;
+      }
+      inFlightBefore = inFlight;
       if (closeDeadline.expired()) break;
     }
     for (void* request : closing) ucp_request_free(request);  // released once it completes

@@ -312,10 +312,28 @@ bool UcxTransport::peerAlive(int peer) {
   // Peers on this host use UCP_ERR_HANDLING_MODE_NONE (UCX's shared memory transports cannot
   // report failures): the kernel says whether the process is gone.
   if (state->checkPid && processGone(static_cast<pid_t>(state->pid))) {
+    drainWorker();
     state->alive.store(false, std::memory_order_release);
     return false;
   }
   return true;
+}
+
+void UcxTransport::drainWorker() {
+  // A peer that is gone may have sent its last messages just before (it finished and left): they
+  // can still sit inside UCX (a shared memory FIFO, a socket buffer) not yet matched to a
+  // receive. Progress until the worker is quiet, so they count as arrived before the peer is
+  // reported gone. Bounded: a few idle calls in a row, or kDrainSeconds.
+  constexpr double kDrainSeconds = 0.1;
+  constexpr int kQuietCalls = 8;
+  userWaiting_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(workerMutex_);
+  userWaiting_.fetch_sub(1, std::memory_order_relaxed);
+  const Deadline until = Deadline::after(kDrainSeconds);
+  for (int quiet = 0; quiet < kQuietCalls && !until.expired();) {
+    quiet = ucp_worker_progress(worker_) != 0 ? 0 : quiet + 1;
+  }
+  userTouched_.store(true, std::memory_order_relaxed);
 }
 
 void UcxTransport::wakeProgress() {

@@ -54,7 +54,8 @@ class UcxTransport {
   SendChannel& send(int peer, int channel);
   RecvChannel& recv(int peer, int channel);
   /// False once UCX reported the peer's endpoint failed, the peer broke the protocol, or (same
-  /// host and pid namespace) its process is gone.
+  /// host and pid namespace) its process is gone; in that last case only after what it sent
+  /// before it went has arrived.
   bool peerAlive(int peer);
   /// Sends an abort message to every ucx peer (from the progress thread); safe from any thread.
   void signalAbort(const std::string& reason);
@@ -83,6 +84,11 @@ class UcxTransport {
 
  private:
   void cleanup();
+  /// Send slots whose send has not completed (worker owner).
+  size_t sendsInFlight() const;
+  /// Progresses the worker until it is quiet (bounded), from a user thread: called before a gone
+  /// peer is reported, so that what it sent before it went has arrived.
+  void drainWorker();
   void postRecv(UcxRecvChannel& channel, uint32_t index);
   void issueSend(UcxSendChannel& channel, uint64_t n);
   void sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
