@@ -86,7 +86,7 @@ RecvRun recvFromPeer(size_t count, size_t perPiece) {
   r.args.timeoutSeconds = 5;
   r.args.called = Collective::kRecv;
   r.args.header.coll = Collective::kSend;
-  r.args.header.family = Family::kDirect;
+  r.args.header.family = Algorithm::kOneShot;
   r.args.header.dtype = DataType::kFloat32;
   r.args.header.count = count;
   r.args.header.pieceBytes = static_cast<uint32_t>(perPiece * sizeof(float));
