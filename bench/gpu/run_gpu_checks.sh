@@ -6,7 +6,7 @@
 #      once with the driver stream wait (cuStreamWaitValue32) and once with the wait kernel;
 #   2. compute-sanitizer (memcheck, racecheck) over small all-reduces;
 #   3. the reduce-copy kernel's GB/s vs cudaMemcpy D2D at 256 MiB float32 and bfloat16;
-#   4. gpu_all_reduce_perf -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU.
+#   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU.
 # Usage: bench/gpu/run_gpu_checks.sh [BUILD_DIR] [OUT_DIR]   (from the repository root)
 # Exit status: 0 when every step passed; the failing steps are listed at the end.
 set -u
@@ -19,12 +19,12 @@ failed=()
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON >"$OUT/configure.log" 2>&1 ||
   { echo "configure failed (see $OUT/configure.log)"; exit 1; }
 cmake --build "$BUILD" -j"$JOBS" --target cuda_cpu_test cuda_gpu_test cuda_proc_test \
-  gpu_kernels_bench gpu_all_reduce_perf braidrun >"$OUT/build.log" 2>&1 ||
+  gpu_kernels_bench all_reduce_perf braidrun >"$OUT/build.log" 2>&1 ||
   { echo "build failed (see $OUT/build.log)"; tail -30 "$OUT/build.log"; exit 1; }
 nvidia-smi >"$OUT/nvidia-smi.log" 2>&1 || true
 
 BRAIDRUN=$(ls "$BUILD"/tools/braidrun "$BUILD"/bin/braidrun 2>/dev/null | head -1)
-PERF=$BUILD/bench/gpu.dir/gpu_all_reduce_perf
+PERF=$BUILD/bench/all_reduce_perf
 export BRAID_TIMEOUT=${BRAID_TIMEOUT:-60}
 
 check_status() {  # name, command...: like step but judges by the command's own status
@@ -66,9 +66,10 @@ check_status kernels-256M "$BUILD/bench/gpu.dir/gpu_kernels_bench" --bytes 256M 
 
 # 4. all_reduce_perf, 2 and 4 ranks on the GPU(s), each algorithm.
 for n in 2 4; do
-  check_status "all_reduce_perf-${n}ranks" "$BRAIDRUN" -n "$n" "$PERF" -b 8 -e 1G -f 4
+  check_status "all_reduce_perf-${n}ranks" "$BRAIDRUN" -n "$n" "$PERF" --device cuda -b 8 -e 1G -f 4
   for algo in ring oneshot; do
-    check_status "all_reduce_perf-${n}ranks-$algo" "$BRAIDRUN" -n "$n" "$PERF" -b 8 -e 64M -f 4 \
+    check_status "all_reduce_perf-${n}ranks-$algo" "$BRAIDRUN" -n "$n" "$PERF" --device cuda \
+      -b 8 -e 64M -f 4 \
       --algo "$algo"
   done
 done

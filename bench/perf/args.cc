@@ -24,7 +24,7 @@ constexpr Flag kFlags[] = {
     {'w', "warmup_iters"},   {'p', "parallel_init"}, {'c', "check"},       {'o', "op"},
     {'d', "datatype"},       {'r', "root"},          {'z', "blocking"},    {'G', "cudagraph"},
     {'C', "report_cputime"}, {'a', "average"},       {'J', "output_file"}, {'\0', "algo"},
-    {'\0', "transport"},     {'\0', "baseline"},     {'\0', "seed"},
+    {'\0', "transport"},     {'\0', "baseline"},     {'\0', "seed"},        {'\0', "device"},
 };
 
 std::string flagLabel(const Flag& flag) {
@@ -134,6 +134,10 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
     args.baselineMpi = value == "mpi";
   } else if (name == "seed") {
     args.seed = static_cast<uint64_t>(parseInt(flag, value, 0, INT64_MAX));
+  } else if (name == "device") {
+    BRAID_ENFORCE(value == "host" || value == "cuda", ErrorCode::kInvalidUsage,
+                  "{}: unknown device '{}' (host cuda)", flagLabel(flag), value);
+    args.deviceCuda = value == "cuda";
   }
 }
 
@@ -202,13 +206,15 @@ BenchArgs parseArgs(const std::vector<std::string>& argv) {
                 "-b/--minbytes {} is larger than -e/--maxbytes {}", args.minBytes, args.maxBytes);
   BRAID_ENFORCE(args.stepFactor > 1 || args.stepBytes > 0, ErrorCode::kInvalidUsage,
                 "-i/--stepbytes must be positive");
+  BRAID_ENFORCE(!(args.deviceCuda && args.baselineMpi), ErrorCode::kInvalidUsage,
+                "--baseline mpi times host buffers; it cannot run beside --device cuda");
   return args;
 }
 
 std::string usage(const std::string& program) {
   return fmt::format(
       "USAGE: {} \n"
-      "  [-t,--nthreads <1>] [-g,--ngpus <1>]  (host memory: must be 1)\n"
+      "  [-t,--nthreads <1>] [-g,--ngpus <1>]  (one device per process: must be 1)\n"
       "  [-b,--minbytes <min size in bytes, K/M/G suffix>] (default 32M)\n"
       "  [-e,--maxbytes <max size in bytes>] (default 32M)\n"
       "  [-i,--stepbytes <increment size>] (default 1M)\n"
@@ -229,6 +235,7 @@ std::string usage(const std::string& program) {
       "  [--algo <auto/ring/oneshot/chain>] (default auto)\n"
       "  [--transport <shm/tcp/ucx/auto>] (default auto)\n"
       "  [--baseline <mpi/none>] time the matching MPI collective too (under mpirun)\n"
+      "  [--device <host/cuda>] buffers in host memory (default) or on GPU LOCAL_RANK % #GPUs\n"
       "  [--seed <n>] seed of the validation data\n"
       "  [-h,--help]\n"
       "Launch with braidrun/torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), with mpirun,\n"

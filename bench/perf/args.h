@@ -1,5 +1,5 @@
-// Command-line flags of the *_perf binaries: nccl-tests' flags where they make sense on host
-// memory, plus braid's --algo, --transport and --baseline.
+// Command-line flags of the *_perf binaries: nccl-tests' flags, plus braid's --device, --algo,
+// --transport and --baseline.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +35,7 @@ struct BenchArgs {
   Algorithm algorithm = Algorithm::kAuto;  ///< --algo
   std::string transport;                   ///< --transport ("" = braid's choice)
   bool baselineMpi = false;                ///< --baseline mpi
+  bool deviceCuda = false;                 ///< --device cuda: device buffers, DeviceCommunicator
   bool help = false;                       ///< -h
   uint64_t seed = 0x5eed;                  ///< --seed: validation data seed
 

@@ -15,6 +15,7 @@
 #include "bench/perf/names.h"
 #include "bench/perf/report.h"
 #include "bench/perf/table.h"
+#include "bench/perf/target.h"
 #include "bench/perf/world.h"
 #include "braid/deadline.hpp"
 #include "common/env.h"
@@ -22,22 +23,6 @@
 
 namespace braid::bench {
 namespace {
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using HostBuffer = std::unique_ptr<void, FreeDeleter>;
-
-/// Page-aligned, touched (so page faults stay out of the timings) host buffer.
-HostBuffer allocate(size_t bytes, int rank) {
-  constexpr size_t kPage = 4096;
-  size_t rounded = (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage;
-  void* p = std::aligned_alloc(kPage, rounded);
-  BRAID_ENFORCE(p != nullptr, ErrorCode::kSystemError, "rank {}: cannot allocate {} bytes", rank,
-                rounded);
-  std::memset(p, 0, rounded);
-  return HostBuffer(p);
-}
 
 void* offsetBy(void* base, size_t elements, size_t elemSize) {
   return static_cast<char*>(base) + elements * elemSize;
@@ -63,21 +48,20 @@ void print(const std::string& text) {
 
 class Bench {
  public:
-  Bench(const BenchArgs& args, const CollRunner& runner, World& world)
+  Bench(const BenchArgs& args, const CollRunner& runner, World& world, Target& target)
       : args_(args),
-        runner_(runner),
         info_(runner.info),
         world_(world),
+        target_(target),
         rank_(world.rank()),
-        nranks_(world.size()),
-        timeoutSeconds_(defaultTimeoutSeconds()) {}
+        nranks_(world.size()) {}
 
   /// Runs the sweep; returns the wrong elements summed over ranks and rows.
   int64_t run() {
     checkRoot();
     printPreamble();
-    send_ = allocate(args_.maxBytes, rank_);
-    recv_ = allocate(args_.maxBytes, rank_);
+    send_ = target_.allocate(args_.maxBytes);
+    recv_ = target_.allocate(args_.maxBytes);
     if (rank_ == 0) print(formatHeader(args_.baselineMpi));
 
     std::vector<RedOp> ops = info_.hasOp ? args_.ops : std::vector<RedOp>{RedOp::kSum};
@@ -126,9 +110,12 @@ class Bench {
     text += "#\n# Using devices\n";
     for (const auto& line : lines) text += line;
     text += fmt::format(
-        "# braid {}: {} ranks, launcher {}, transport {}, algo {}, {} API, time of {}\n#\n",
-        info_.name, nranks_, world_.launcher(), transportName(), algorithmName(args_.algorithm),
-        args_.blocking ? "blocking" : "non-blocking", averageName());
+        "# braid {}: {} ranks, launcher {}, buffers on {}, transport {}, algo {}, {} API, time of "
+        "{}\n#\n",
+        info_.name, nranks_, world_.launcher(), target_.describe(), transportName(),
+        algorithmName(args_.algorithm),
+        args_.deviceCuda ? "stream-ordered" : args_.blocking ? "blocking" : "non-blocking",
+        averageName());
     print(text);
   }
 
@@ -148,34 +135,22 @@ class Bench {
     return "?";
   }
 
-  void runOnce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root) {
-    if (args_.blocking) {
-      runner_.run(world_.comm(), send, recv, count, type, op, root);
-    } else {
-      Request request = runner_.start(world_.comm(), send, recv, count, type, op, root);
-      request.wait(Deadline::after(timeoutSeconds_));
-    }
+  OpArgs opArgs(const void* send, void* recv, size_t count, DataType type, RedOp op,
+              int root) const {
+    return OpArgs{send, recv, count, type, op, root};
   }
 
   /// Seconds per op of `iters` back-to-back ops after a barrier, on this rank.
-  double timeOps(const void* send, void* recv, size_t count, DataType type, RedOp op, int root) {
+  double timeOps(const OpArgs& op) {
     world_.helper().barrier();
-    auto start = std::chrono::steady_clock::now();
-    if (args_.blocking) {
-      for (int i = 0; i < args_.iters; ++i) {
-        runner_.run(world_.comm(), send, recv, count, type, op, root);
-      }
-    } else {
-      std::vector<Request> requests;
-      requests.reserve(args_.iters);
-      for (int i = 0; i < args_.iters; ++i) {
-        requests.push_back(runner_.start(world_.comm(), send, recv, count, type, op, root));
-      }
-      // Ops finish in issue order, so each wait covers about one op: one timeout each.
-      for (auto& request : requests) request.wait(Deadline::after(timeoutSeconds_));
-    }
-    std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    return elapsed.count() / args_.iters;
+    return target_.timeOps(op, args_.iters);
+  }
+
+  /// Fills `count` elements at `p` through the target's host view, then uploads them.
+  template <typename Fill>
+  void fillAt(void* p, size_t count, DataType type, Fill&& fill) {
+    fill(target_.hostView(p));
+    target_.upload(p, count * dataTypeSize(type));
   }
 
   Measurement measure(double seconds, size_t bytes) {
@@ -193,15 +168,21 @@ class Bench {
   Measurement runPlacement(const CheckSpec& spec, void* send, void* recv, void* poisonBase,
                            size_t poisonCount) {
     const Counts& c = spec.counts;
-    fillSend(spec, send);
-    double seconds = timeOps(send, recv, c.paramCount, spec.type, spec.op, spec.root);
+    const OpArgs op = opArgs(send, recv, c.paramCount, spec.type, spec.op, spec.root);
+    auto fillSendHere = [&] {
+      fillAt(send, c.sendCount, spec.type, [&](void* host) { fillSend(spec, host); });
+    };
+    fillSendHere();
+    double seconds = timeOps(op);
     seconds = world_.combineTime(seconds, args_.average);
     Measurement m = measure(seconds, c.bytes);
     if (args_.check) {
-      fillPoison(poisonBase, spec.type, poisonCount);
-      fillSend(spec, send);
-      runOnce(send, recv, c.paramCount, spec.type, spec.op, spec.root);
-      m.wrong = world_.sumOverRanks(countWrong(spec, recv));
+      fillAt(poisonBase, poisonCount, spec.type,
+             [&](void* host) { fillPoison(host, spec.type, poisonCount); });
+      fillSendHere();
+      target_.runOnce(op);
+      target_.download(recv, c.recvCount * dataTypeSize(spec.type));
+      m.wrong = world_.sumOverRanks(countWrong(spec, target_.hostView(recv)));
       wrongTotal_ += m.wrong;
     }
     return m;
@@ -227,18 +208,17 @@ class Bench {
     row.op = info_.hasOp ? redOpName(op) : "none";
     row.root = info_.hasRoot ? root : -1;
 
-    for (int i = 0; i < args_.warmupIters; ++i) {
-      runOnce(send_.get(), recv_.get(), c.paramCount, type, op, spec.root);
-    }
-    row.outOfPlace = runPlacement(spec, send_.get(), recv_.get(), recv_.get(), c.recvCount);
-    void* base = recv_.get();
+    const OpArgs warm = opArgs(send_, recv_, c.paramCount, type, op, spec.root);
+    for (int i = 0; i < args_.warmupIters; ++i) target_.runOnce(warm);
+    row.outOfPlace = runPlacement(spec, send_, recv_, recv_, c.recvCount);
+    void* base = recv_;
     void* inSend = offsetBy(base, c.sendInPlaceOffset * rank_, es);
     void* inRecv = offsetBy(base, c.recvInPlaceOffset * rank_, es);
     row.inPlace = runPlacement(spec, inSend, inRecv, base, std::max(c.sendCount, c.recvCount));
 
     if (args_.baselineMpi) {
-      fillSend(spec, send_.get());
-      auto seconds = world_.timeMpi(info_, c, type, op, spec.root, send_.get(), recv_.get(),
+      fillSend(spec, send_);
+      auto seconds = world_.timeMpi(info_, c, type, op, spec.root, send_, recv_,
                                     args_.warmupIters, args_.iters, args_.average);
       Baseline b;
       if (seconds) {
@@ -274,14 +254,13 @@ class Bench {
   }
 
   const BenchArgs& args_;
-  const CollRunner& runner_;
   const CollInfo& info_;
   World& world_;
+  Target& target_;
   const int rank_;
   const int nranks_;
-  const double timeoutSeconds_;
-  HostBuffer send_;
-  HostBuffer recv_;
+  void* send_ = nullptr;  // owned by target_
+  void* recv_ = nullptr;
   int64_t wrongTotal_ = 0;
   double busBwSum_ = 0;
   int busBwCount_ = 0;
@@ -316,7 +295,10 @@ int benchMain(int argc, char** argv, const CollRunner& runner) {
     options.algorithm = args.algorithm;
     options.transport = args.transport;
     world = World::join(options, args.baselineMpi);
-    Bench bench(args, runner, *world);
+    std::unique_ptr<Target> target =
+        args.deviceCuda ? makeCudaTarget(*world, runner.info, options)
+                        : makeHostTarget(*world, runner, args.blocking, defaultTimeoutSeconds());
+    Bench bench(args, runner, *world, *target);
     int64_t wrong = bench.run();
     world->finish();
     return wrong > 0 ? 1 : 0;

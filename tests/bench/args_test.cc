@@ -140,12 +140,21 @@ TEST(PerfArgs, BadValuesAreRejectedWithAMessage) {
       {{"-b"}, "-b/--minbytes: missing value"},
       {{"stray"}, "unexpected argument 'stray'"},
       {{"-J", ""}, "-J/--output_file: empty file name"},
+      {{"--device", "gpu"}, "--device: unknown device 'gpu' (host cuda)"},
+      {{"--device", "cuda", "--baseline", "mpi"}, "cannot run beside --device cuda"},
   };
   for (const Case& c : cases) {
     std::string message = errorOf(c.words);
     EXPECT_NE(message.find(c.needle), std::string::npos)
         << "words[0]=" << c.words[0] << " message='" << message << "' wanted '" << c.needle << "'";
   }
+}
+
+TEST(PerfArgs, DeviceHostOrCuda) {
+  EXPECT_FALSE(parse({}).deviceCuda);
+  EXPECT_FALSE(parse({"--device", "host"}).deviceCuda);
+  EXPECT_TRUE(parse({"--device=cuda"}).deviceCuda);
+  EXPECT_NE(usage("all_reduce_perf").find("--device"), std::string::npos);
 }
 
 TEST(PerfArgs, HelpAndUsage) {

@@ -2,18 +2,23 @@
 """Runs a *_perf command and checks its nccl-tests table.
 
 perf_smoke.py [--sizes 8,64,...] [--groups N] [--baseline] [--json FILE]
-              [--expect-fail REGEX] [--timeout S] -- COMMAND [ARGS...]
+              [--expect-fail REGEX] [--timeout S] [--needs-gpu] -- COMMAND [ARGS...]
 
 Checks: exit code 0, the header lines, one row per size per (type, op, root) group, every #wrong
 column 0, the footer "Out of bounds values : 0 OK"; with --baseline the MPI columns; with --json
 the -J file's rows. With --expect-fail: a non-zero exit and stderr matching REGEX instead.
+With --needs-gpu: skips (device) on a machine without an NVIDIA GPU.
 """
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import braid_skip  # noqa: E402
 
 PREFIX = re.compile(r"^\[\d+\]\s?")  # braidrun's "[rank] " line prefix
 
@@ -33,11 +38,14 @@ def main():
     parser.add_argument("--json", default="")
     parser.add_argument("--expect-fail", default="")
     parser.add_argument("--timeout", type=float, default=240)
+    parser.add_argument("--needs-gpu", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         fail("no command")
+    if args.needs_gpu and not os.path.exists("/dev/nvidiactl"):
+        braid_skip.skip_no_device("no NVIDIA GPU on this machine (/dev/nvidiactl)")
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired as err:
