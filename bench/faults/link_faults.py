@@ -6,7 +6,8 @@ a job whose link comes back within the deadline must complete with every element
 
   bench/faults/link_faults.py --build build --trials 3 --transports tcp,ucx
 
-Faults (applied --at seconds after the ranks start, to host 1's link):
+Faults (applied to host 1's link --at seconds after rank 0 has joined and printed its preamble,
+so that they land among the all-reduces, not in init):
   cut        host 1's eth0 set down (its routes vanish; sends fail locally)
   blackhole  host 1's port taken off the switch's bridge (carrier stays up; frames vanish)
   flap       blackhole for --flap seconds, then the port goes back (must complete correctly)
@@ -18,6 +19,7 @@ import re
 import secrets
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -68,6 +70,20 @@ def trial(args, transport, fault):
                  "-z", "1"]
             procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           text=True))
+        # Rank 0's output, read as it comes: its preamble ("# braid ...") means init is over.
+        joined = threading.Event()
+        lines0 = []
+
+        def read0():
+            for line in procs[0].stdout:
+                lines0.append(line)
+                if line.startswith("# braid "):
+                    joined.set()
+            joined.set()
+
+        reader = threading.Thread(target=read0, daemon=True)
+        reader.start()
+        joined.wait(timeout=args.timeout * 4)
         time.sleep(args.at)
         t0 = time.monotonic()
         apply(fault)
@@ -80,10 +96,20 @@ def trial(args, transport, fault):
         problems, ends, outs = [], [], []
         for r, p in enumerate(procs):
             try:
-                out, _ = p.communicate(timeout=max(0.0, deadline - time.monotonic()))
+                if r == 0:
+                    p.wait(timeout=max(0.0, deadline - time.monotonic()))
+                    reader.join(timeout=5)
+                    out = "".join(lines0)
+                else:
+                    out, _ = p.communicate(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
-                out, _ = p.communicate()
+                if r == 0:
+                    p.wait()
+                    reader.join(timeout=5)
+                    out = "".join(lines0)
+                else:
+                    out, _ = p.communicate()
                 problems.append(f"rank {r} still running past the deadline")
             ends.append(time.monotonic() - t0)
             outs.append(out)
@@ -116,7 +142,8 @@ def main():
     ap.add_argument("--faults", default="cut,blackhole,flap")
     ap.add_argument("--bytes", default="4M", help="all-reduce size")
     ap.add_argument("--iters", type=int, default=300)
-    ap.add_argument("--at", type=float, default=1.5, help="seconds after launch to break the link")
+    ap.add_argument("--at", type=float, default=0.5,
+                    help="seconds after rank 0 joined to break the link")
     ap.add_argument("--flap", type=float, default=1.0, help="seconds the flapping link is gone")
     ap.add_argument("--timeout", type=float, default=8, help="BRAID_TIMEOUT for the ranks")
     ap.add_argument("--margin", type=float, default=4, help="seconds allowed past the timeout")
@@ -127,8 +154,8 @@ def main():
         print("link_faults.py: needs root (network namespaces)", file=sys.stderr)
         return 2
     bad = 0
-    print(f"# link faults between 2 namespace hosts: {args.bytes} all-reduces, fault at "
-          f"{args.at:g} s, BRAID_TIMEOUT={args.timeout:g}, flap {args.flap:g} s")
+    print(f"# link faults between 2 namespace hosts: {args.bytes} all-reduces, fault "
+          f"{args.at:g} s after init, BRAID_TIMEOUT={args.timeout:g}, flap {args.flap:g} s")
     print("| transport | fault | trials | ok | worst s from fault to last exit | example error |")
     print("|---|---|---|---|---|---|")
     for transport in args.transports.split(","):
