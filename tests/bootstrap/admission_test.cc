@@ -23,29 +23,11 @@
 #include <vector>
 
 #include "comm/bootstrap/store.h"
+#include "tests/bootstrap/store_options.h"
 #include "tests/support/skip.h"
 
 namespace braid::bootstrap {
 namespace {
-
-constexpr char kSecret[] = "admission-secret-42";
-
-TcpStore::Options clientOptions(int world = 4, std::string secret = kSecret, int rank = -1) {
-  TcpStore::Options options;
-  options.rank = rank;
-  options.worldSize = world;
-  options.secret = std::move(secret);
-  options.timeoutSeconds = 10;
-  return options;
-}
-
-StoreServer::Options serverOptions(int world = 4) {
-  StoreServer::Options options;
-  options.worldSize = world;
-  options.secret = kSecret;
-  options.bindAddress = "127.0.0.1";
-  return options;
-}
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();

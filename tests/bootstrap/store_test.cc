@@ -18,27 +18,10 @@
 #include <vector>
 
 #include "comm/bootstrap/wire.h"
+#include "tests/bootstrap/store_options.h"
 
 namespace braid::bootstrap {
 namespace {
-
-constexpr char kSecret[] = "test-secret-0123456789";
-
-TcpStore::Options clientOptions(int world = 4, std::string secret = kSecret) {
-  TcpStore::Options options;
-  options.worldSize = world;
-  options.secret = std::move(secret);
-  options.timeoutSeconds = 10;
-  return options;
-}
-
-StoreServer::Options serverOptions(int world = 4) {
-  StoreServer::Options options;
-  options.worldSize = world;
-  options.secret = kSecret;
-  options.bindAddress = "127.0.0.1";
-  return options;
-}
 
 std::unique_ptr<TcpStore> connectTo(int port, int world = 4) {
   return std::make_unique<TcpStore>(StoreAddress{"127.0.0.1", port}, clientOptions(world),
