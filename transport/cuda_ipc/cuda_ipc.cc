@@ -136,7 +136,7 @@ class IpcEndpoint final : public Endpoint {
  private:
   size_t index(int peer, int channel) const {
     BRAID_ENFORCE(peer >= 0 && peer < size_ && peer != rank_ && channel >= 0 && channel < channels_,
-                  ErrorCode::kInternal, "rank {}: cuda_ipc: no channel {} to peer {}", rank_,
+                  ErrorCode::kInternal, "rank {}: cuda_ipc: no channel {} to peer rank {}", rank_,
                   channel, peer);
     return size_t(peer) * channels_ + channel;
   }

@@ -218,17 +218,18 @@ void ShmTransport::mapPeers(KeyValue& kv, Deadline deadline) {
     int fd = shm_open(name.c_str(), O_RDWR, 0);
     if (fd < 0) {
       int err = errno;
-      BRAID_ENFORCE(err != ENOENT, ErrorCode::kRemoteError,
-                    "rank {}: peer {}'s shm inbox '{}' is gone before this rank mapped it (the "
-                    "peer failed or exited during connect)",
-                    rank, p, name);
-      failErrno(fmt::format("rank {}: shm_open('{}') of peer {}'s inbox", rank, name, p), err);
+      BRAID_ENFORCE(
+          err != ENOENT, ErrorCode::kRemoteError,
+          "rank {}: peer rank {}'s shm inbox '{}' is gone before this rank mapped it (the "
+          "peer failed or exited during connect)",
+          rank, p, name);
+      failErrno(fmt::format("rank {}: shm_open('{}') of peer rank {}'s inbox", rank, name, p), err);
     }
     struct stat st {};
     if (fstat(fd, &st) != 0) {
       int err = errno;
       close(fd);
-      failErrno(fmt::format("rank {}: fstat of peer {}'s inbox '{}'", rank, p, name), err);
+      failErrno(fmt::format("rank {}: fstat of peer rank {}'s inbox '{}'", rank, p, name), err);
     }
     size_t bytes = static_cast<size_t>(st.st_size);
     void* base = bytes >= sizeof(InboxHeader)
@@ -237,28 +238,30 @@ void ShmTransport::mapPeers(KeyValue& kv, Deadline deadline) {
     int err = errno;
     close(fd);
     if (base == MAP_FAILED) {
-      failErrno(
-          fmt::format("rank {}: mmap of peer {}'s inbox '{}' ({} bytes)", rank, p, name, bytes),
-          err);
+      failErrno(fmt::format("rank {}: mmap of peer rank {}'s inbox '{}' ({} bytes)", rank, p, name,
+                            bytes),
+                err);
     }
     peers_[p] = {base, bytes};
     auto* h = static_cast<InboxHeader*>(base);
     BRAID_ENFORCE(
         h->magic == kMagic && h->version == kVersion && h->rank == p && h->totalBytes == bytes,
         ErrorCode::kInvalidUsage,
-        "rank {}: peer {}'s shm inbox '{}' is not a braid v{} inbox of that rank", rank, p, name,
-        kVersion);
-    BRAID_ENFORCE(h->size == config_.size && h->channels == channels && h->slots == config_.slots &&
-                      h->slotBytes == config_.slotBytes,
-                  ErrorCode::kInvalidUsage,
-                  "rank {}: peer {} disagrees on the shm config: size {} vs {}, channels {} vs {}, "
-                  "slots {} vs {}, slotBytes {} vs {}",
-                  rank, p, h->size, config_.size, h->channels, channels, h->slots, config_.slots,
-                  h->slotBytes, config_.slotBytes);
+        "rank {}: peer rank {}'s shm inbox '{}' is not a braid v{} inbox of that rank", rank, p,
+        name, kVersion);
+    BRAID_ENFORCE(
+        h->size == config_.size && h->channels == channels && h->slots == config_.slots &&
+            h->slotBytes == config_.slotBytes,
+        ErrorCode::kInvalidUsage,
+        "rank {}: peer rank {} disagrees on the shm config: size {} vs {}, channels {} vs {}, "
+        "slots {} vs {}, slotBytes {} vs {}",
+        rank, p, h->size, config_.size, h->channels, channels, h->slots, config_.slots,
+        h->slotBytes, config_.slotBytes);
     uint64_t toPeer = h->ringOffsets()[rank];
     BRAID_ENFORCE(
         toPeer != 0 && toPeer + peerRegionBytes(config_) <= bytes, ErrorCode::kInvalidUsage,
-        "rank {}: uses shm towards peer {}, but peer {} does not use shm towards it", rank, p, p);
+        "rank {}: uses shm towards peer rank {}, but peer rank {} does not use shm towards it",
+        rank, p, p);
     uint64_t fromPeer = header(rank)->ringOffsets()[p];
     for (int c = 0; c < channels; ++c) {
       char* out = static_cast<char*>(base) + toPeer + c * ringBytes(config_);

@@ -41,7 +41,7 @@ void TcpTransport::outputFailed(PeerLink& link, int err) {
   // The reader decides when the link is dead: it still holds what the peer sent before it closed
   // (the peer may have finished and left), and it sees the close or reset right after that.
   link.sendFailed = true;
-  BRAID_TRACE("rank {}: tcp send to peer {} failed: {}; reading what it sent until the end",
+  BRAID_TRACE("rank {}: tcp send to peer rank {} failed: {}; reading what it sent until the end",
               config_.rank, link.rank, errnoText(err));
   wakeProgress();
 }
