@@ -119,8 +119,8 @@ void CommState::execute(const OpDesc& d) {
                     ErrorCode::kInvalidUsage,
                     "rank {}: {} of {} bytes: algorithm '{}' needs {} channels per peer, the "
                     "communicator has {} (it opens two for BRAID_ALGO=auto or tree)",
-                    rank, collectiveName(d.coll), plan.inBytes, algorithmName(spec.family), comm::channelsUsed(spec.family, spec.lanes),
-                    endpoint->channels());
+                    rank, collectiveName(d.coll), plan.inBytes, algorithmName(spec.family),
+                    comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
     prog = program(spec);
   }

@@ -23,8 +23,8 @@ struct OpDesc {
   size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter, sendCount allGather)
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
-  int root = -1;     ///< broadcast/reduce root, or the peer of send/recv
-  uint64_t seq = 0;  ///< assigned at issue time
+  int root = -1;                   ///< broadcast/reduce root, or the peer of send/recv
+  uint64_t seq = 0;                ///< assigned at issue time
   uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
 };
 
@@ -53,10 +53,10 @@ struct OpNumbering {
 /// all-reduce whose buffers the caller sets).
 struct Plan {
   ExecArgs args;
-  ScheduleSpec spec;    ///< collectives (program is built from it by the caller or planOp)
-  RankProgram p2p;      ///< send/recv: one step on channel 0
+  ScheduleSpec spec;  ///< collectives (program is built from it by the caller or planOp)
+  RankProgram p2p;    ///< send/recv: one step on channel 0
   bool isP2p = false;
-  size_t inBytes = 0;   ///< this rank's input buffer, for errors
+  size_t inBytes = 0;  ///< this rank's input buffer, for errors
 };
 
 /// Plans `d` as both paths do: `tuner` picks the family and lanes for collectives (spec.nodeOf

@@ -118,8 +118,9 @@ void DeviceCommState::enqueue(DeviceOp d, CudaStream userStream) {
     fail(ErrorCode::kAborted, "rank {}: {}: the device communicator was aborted", rank,
          collectiveName(d.coll));
   }
-  uint64_t* counter = numbering.number(d);  // the host path's numbering
-  if (d.count == 0) {  // numbered like the host path, nothing to move
+  // Numbered like the host path; count 0 moves nothing.
+  uint64_t* counter = numbering.number(d);
+  if (d.count == 0) {
     ++*counter;
     return;
   }

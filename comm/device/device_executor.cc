@@ -63,9 +63,9 @@ void CudaPieces::move(const Piece& p, const ExecArgs& args) {
           "reduce", args);
       break;
     case Prim::kRecvReduceCopySend:
-      launched(kc::reduceCopyAsync(p.dst, p.out, p.slot, p.src, p.len, args.dtype, args.op,
-                                   divisor, st),
-               "reduce-copy", args);
+      launched(
+          kc::reduceCopyAsync(p.dst, p.out, p.slot, p.src, p.len, args.dtype, args.op, divisor, st),
+          "reduce-copy", args);
       break;
     case Prim::kRecvCopySend:
       launched(kc::copyAsync(p.dst, p.out, p.slot, p.bytes, st), "copy", args);
@@ -92,8 +92,8 @@ void CudaPieces::finish(ProgramRunner& runner, const ExecArgs& args) {
   auto ev = static_cast<cudaEvent_t>(event_);
   cudaError_t err = cudaEventRecord(ev, asStream(stream_));
   if (err != cudaSuccess) {
-    fail(ErrorCode::kCudaError, "rank {}: {}: cudaEventRecord failed: {}", rank_,
-         runner.what(args), cudaGetErrorString(err));
+    fail(ErrorCode::kCudaError, "rank {}: {}: cudaEventRecord failed: {}", rank_, runner.what(args),
+         cudaGetErrorString(err));
   }
   // The kernels are bounded (no device-side waits), so this ends unless the GPU is lost; still
   // bounded by the timeout, and abort() is noticed.
@@ -102,8 +102,8 @@ void CudaPieces::finish(ProgramRunner& runner, const ExecArgs& args) {
     err = cudaEventQuery(ev);
     if (err == cudaSuccess) return;
     if (err != cudaErrorNotReady) {
-      fail(ErrorCode::kCudaError, "rank {}: {}: a kernel failed: {} ({})", rank_,
-           runner.what(args), cudaGetErrorString(err), int(err));
+      fail(ErrorCode::kCudaError, "rank {}: {}: a kernel failed: {} ({})", rank_, runner.what(args),
+           cudaGetErrorString(err), int(err));
     }
     if (round < kStreamSpinRounds) continue;
     if (runner.aborted()) {

@@ -63,8 +63,8 @@ std::string ProgramRunner::what(const ExecArgs& args) const {
                      args.header.count * dataTypeSize(args.dtype), engine_.where());
 }
 
-void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes,
-                               int peer, const ExecArgs& args) {
+void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes,
+                                size_t expectBytes, int peer, const ExecArgs& args) {
   // Compared as encoded words (encoded once per run); decoded only to describe a mismatch.
   if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) != 0) {
     OpHeader got = decodeHeader(meta);
@@ -81,7 +81,7 @@ void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes
 }
 
 const void* ProgramRunner::peekData(int peer, int channel, size_t* bytes,
-                                   transport::MessageMeta* meta, const ExecArgs& args) {
+                                    transport::MessageMeta* meta, const ExecArgs& args) {
   transport::RecvChannel& ch = ep_.recv(peer, channel);
   for (;;) {
     const void* p = ch.tryPeek(bytes, meta);
@@ -91,7 +91,7 @@ const void* ProgramRunner::peekData(int peer, int channel, size_t* bytes,
 }
 
 bool ProgramRunner::dropProbe(int peer, int channel, const transport::MessageMeta& meta,
-                             const ExecArgs& args) {
+                              const ExecArgs& args) {
   const uint64_t seq = meta.words[0], mine = expectedMeta_.words[0];
   if (args.header.coll == Collective::kSend) {
     // Point-to-point numbers are another count: a probe of a collective issued after this op is
@@ -101,14 +101,14 @@ bool ProgramRunner::dropProbe(int peer, int channel, const transport::MessageMet
     return true;
   }
   if (seq > mine) return false;  // the peer is waiting in a later op; ours to judge then
-  if (seq == mine && (meta.words[1] != expectedMeta_.words[1] ||
-                      meta.words[2] != expectedMeta_.words[2] ||
-                      (meta.words[3] & ~kProbeBit) != expectedMeta_.words[3])) {
-    failWaiting(ErrorCode::kMismatch, args,
-                fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
-                            "rank {} waits in {}",
-                            peer, describeHeader(args.header), peer,
-                            describeHeader(decodeHeader(meta))));
+  if (seq == mine &&
+      (meta.words[1] != expectedMeta_.words[1] || meta.words[2] != expectedMeta_.words[2] ||
+       (meta.words[3] & ~kProbeBit) != expectedMeta_.words[3])) {
+    failWaiting(
+        ErrorCode::kMismatch, args,
+        fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
+                    "rank {} waits in {}",
+                    peer, describeHeader(args.header), peer, describeHeader(decodeHeader(meta))));
   }
   ep_.recv(peer, channel).release();  // stale (an op that ended), or this op and agreeing
   return true;

@@ -36,15 +36,15 @@ struct ExecArgs {
 /// send into). Addresses are in the engine's memory (host or device).
 struct Piece {
   Prim prim = Prim::kCopy;
-  const void* slot = nullptr;              ///< the received piece (receiving prims)
+  const void* slot = nullptr;               ///< the received piece (receiving prims)
   const void* const* gatherSrcs = nullptr;  ///< kGatherReduce: every rank's piece, own included
   int gatherCount = 0;
-  void* out = nullptr;                     ///< the slot to fill (sending prims)
-  const char* src = nullptr;               ///< this rank's input piece (prims that read)
-  char* dst = nullptr;                     ///< this rank's output piece (prims that write)
-  size_t len = 0;                          ///< elements
+  void* out = nullptr;        ///< the slot to fill (sending prims)
+  const char* src = nullptr;  ///< this rank's input piece (prims that read)
+  char* dst = nullptr;        ///< this rank's output piece (prims that write)
+  size_t len = 0;             ///< elements
   size_t bytes = 0;
-  uint64_t divisor = 1;                    ///< > 1: divide the final result by it (avg)
+  uint64_t divisor = 1;  ///< > 1: divide the final result by it (avg)
 };
 
 class ProgramRunner;

@@ -23,8 +23,7 @@ class HostExecutor {
  public:
   /// `oversubscribed`: ranks on this host outnumber the cores they may run on (then waits yield
   /// the core at once instead of spinning).
-  HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted,
-               bool oversubscribed)
+  HostExecutor(transport::Endpoint& endpoint, const std::atomic<bool>& aborted, bool oversubscribed)
       : runner_(endpoint, aborted, oversubscribed, pieces_) {}
 
   /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
