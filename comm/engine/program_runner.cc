@@ -68,12 +68,16 @@ void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes
   // Compared as encoded words (encoded once per run); decoded only to describe a mismatch.
   if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) != 0) {
     OpHeader got = decodeHeader(meta);
+    engine_.abandon();  // pieces of other lanes may be in flight (deferred engines)
+    pending_.clear();
     fail(ErrorCode::kMismatch,
          "rank {}: {}: collective mismatch with peer rank {}: this rank called {}, peer rank {} "
          "called {}",
          rank_, what(args), peer, describeHeader(args.header), peer, describeHeader(got));
   }
   if (bytes != expectBytes) {
+    engine_.abandon();
+    pending_.clear();
     fail(ErrorCode::kMismatch,
          "rank {}: {}: message of {} bytes from peer rank {} where {} bytes were expected", rank_,
          what(args), bytes, peer, expectBytes);
