@@ -19,7 +19,7 @@ using comm::shapeOf;
 }  // namespace
 
 CommState::CommState(int r, int n, const ResolvedOptions& o)
-    : rank(r), size(n), options(o), sendSeq(n, 0), recvSeq(n, 0) {}
+    : rank(r), size(n), options(o), numbering(n) {}
 
 void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message) {
   {
@@ -65,62 +65,20 @@ comm::TunerConfig CommState::tunerConfig() const {
 }
 
 OpDesc CommState::issue(OpDesc d) {
-  const char* name = collectiveName(d.coll);
-  BRAID_ENFORCE(isValid(d.dtype), ErrorCode::kInvalidUsage, "rank {}: {}: unknown data type {}",
-                rank, name, int(d.dtype));
-  if (reduces(d.coll)) {
-    BRAID_ENFORCE(isValid(d.op), ErrorCode::kInvalidUsage, "rank {}: {}: unknown reduction op {}",
-                  rank, name, int(d.op));
-  }
-  const size_t elem = dataTypeSize(d.dtype);
-  size_t inCount, outCount, inBytes, outBytes;
-  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
-  BRAID_ENFORCE(!__builtin_mul_overflow(d.count, size_t(size), &inBytes) &&
-                    !__builtin_mul_overflow(inCount, elem, &inBytes) &&
-                    !__builtin_mul_overflow(outCount, elem, &outBytes) &&
-                    inBytes < (size_t(1) << 62),
-                ErrorCode::kInvalidUsage, "rank {}: {}: count {} of {} overflows the byte size",
-                rank, name, d.count, dataTypeName(d.dtype));
-  const bool rooted = d.coll == Collective::kBroadcast || d.coll == Collective::kReduce;
-  const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
-  if (rooted) {
-    BRAID_ENFORCE(d.root >= 0 && d.root < size, ErrorCode::kInvalidUsage,
-                  "rank {}: {}: root {} is outside 0..{}", rank, name, d.root, size - 1);
-  }
-  if (p2p) {
-    BRAID_ENFORCE(d.root >= 0 && d.root < size && d.root != rank, ErrorCode::kInvalidUsage,
-                  "rank {}: {}: peer {} must be another rank in 0..{}", rank, name, d.root,
-                  size - 1);
-  }
+  size_t inBytes, outBytes;
+  comm::validateOp(d, rank, size, &inBytes, &outBytes);
   if (d.count > 0) {
-    // Which buffers this rank reads and writes.
-    bool readsIn =
-        d.coll != Collective::kRecv && (d.coll != Collective::kBroadcast || rank == d.root);
-    bool writesOut =
-        d.coll != Collective::kSend && (d.coll != Collective::kReduce || rank == d.root);
-    BRAID_ENFORCE(!readsIn || d.input != nullptr, ErrorCode::kInvalidUsage,
+    const char* name = collectiveName(d.coll);
+    BRAID_ENFORCE(!comm::readsInput(d, rank) || d.input != nullptr, ErrorCode::kInvalidUsage,
                   "rank {}: {} of {} x {}: the send buffer is null", rank, name, d.count,
                   dataTypeName(d.dtype));
-    BRAID_ENFORCE(!writesOut || d.output != nullptr, ErrorCode::kInvalidUsage,
+    BRAID_ENFORCE(!comm::writesOutput(d, rank) || d.output != nullptr, ErrorCode::kInvalidUsage,
                   "rank {}: {} of {} x {}: the receive buffer is null", rank, name, d.count,
                   dataTypeName(d.dtype));
-    if (readsIn && writesOut && !p2p &&
-        !comm::isInPlace(d.coll, d.input, d.output, d.count, rank, elem)) {
-      BRAID_ENFORCE(!overlaps(d.input, inBytes, d.output, outBytes), ErrorCode::kInvalidUsage,
-                    "rank {}: {} of {} bytes: send and receive buffers overlap without being "
-                    "in-place",
-                    rank, name, inBytes);
-    }
+    comm::requireNoOverlap(d, rank, inBytes, outBytes);
   }
   // Numbered in the order ops will execute (the caller holds queueMutex).
-  d.collectivesBefore = collSeq;
-  if (d.coll == Collective::kSend) {
-    d.seq = sendSeq[d.root]++;
-  } else if (d.coll == Collective::kRecv) {
-    d.seq = recvSeq[d.root]++;
-  } else {
-    d.seq = collSeq++;
-  }
+  ++*numbering.number(d);
   return d;
 }
 
@@ -146,80 +104,29 @@ void CommState::execute(const OpDesc& d) {
   }
   if (d.count == 0 && d.coll != Collective::kBarrier) return;
 
-  const size_t elem = dataTypeSize(d.dtype);
-  comm::ExecArgs args;
-  args.input = d.input;
-  args.output = d.output;
-  args.dtype = d.dtype;
-  args.op = d.op;
-  args.timeoutSeconds = options.timeoutSeconds;
-  args.elemsPerPiece = options.slotBytes / elem;
-  args.called = d.coll;
-  args.collectivesBefore = d.collectivesBefore;
-  args.header.seq = d.seq;
-  args.header.coll = d.coll;
-  args.header.dtype = d.dtype;
-  args.header.op = reduces(d.coll) ? d.op : RedOp::kSum;
-  args.header.count = d.count;
-  args.header.pieceBytes = static_cast<uint32_t>(options.slotBytes);
-  size_t inCount, outCount;
-  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
-  args.streamOutput = outCount * elem >= options.streamBytes;
-
+  comm::Plan plan = comm::planOp(d, rank, size, tunerConfig(), options.slotBytes,
+                                 options.timeoutSeconds, options.streamBytes);
+  comm::ExecArgs& args = plan.args;
   std::shared_ptr<const comm::RankProgram> prog;
-  comm::RankProgram p2pProgram;
-  if (d.coll == Collective::kSend || d.coll == Collective::kRecv) {
-    // Point-to-point: one step on channel 0; the header says "send" on both sides.
-    comm::Step step;
-    step.prim = d.coll == Collective::kSend ? comm::Prim::kSend : comm::Prim::kRecv;
-    (d.coll == Collective::kSend ? step.sendPeer : step.recvPeer) = d.root;
-    step.src = {comm::Buf::kInput, 0};
-    step.dst = {comm::Buf::kOutput, 0};
-    step.count = d.count;
-    p2pProgram.lanes.push_back(comm::Lane{{step}});
-    args.header.coll = Collective::kSend;
-    args.header.family = Algorithm::kOneShot;
-    args.header.root = -1;
-  } else {
-    comm::ScheduleSpec spec;
-    spec.nranks = size;
-    spec.count = d.count;
-    spec.elemsPerPiece = args.elemsPerPiece;
+  if (!plan.isP2p) {
+    comm::ScheduleSpec& spec = plan.spec;
     spec.nodeOf = nodeOf;
     if (d.coll == Collective::kBarrier) {
-      spec.shape = Collective::kAllReduce;
-      spec.family = Algorithm::kOneShot;
-      spec.count = 1;
       args.input = &barrierIn;
       args.output = &barrierOut;
-      args.dtype = DataType::kUint8;
-      args.op = RedOp::kMax;
-      args.elemsPerPiece = options.slotBytes;
-      spec.elemsPerPiece = args.elemsPerPiece;
-      args.header.dtype = DataType::kUint8;
-      args.header.count = 0;
     } else {
-      spec.shape = shapeOf(d.coll);
-      comm::Choice choice = comm::choose(tunerConfig(), spec.shape, inCount * elem);
-      spec.family = choice.family;
-      spec.lanes = choice.lanes;
-      spec.root = std::max(d.root, 0);
-      spec.inPlace = comm::isInPlace(d.coll, d.input, d.output, d.count, rank, elem);
       BRAID_ENFORCE(comm::channelsUsed(spec.family, spec.lanes) <= endpoint->channels(),
                     ErrorCode::kInvalidUsage,
                     "rank {}: {} of {} bytes: algorithm '{}' needs {} channels per peer, the "
                     "communicator has {} (it opens two for BRAID_ALGO=auto or tree)",
-                    rank, collectiveName(d.coll), inCount * elem, algorithmName(spec.family),
+                    rank, collectiveName(d.coll), plan.inBytes, algorithmName(spec.family),
                     comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
-    args.header.family = spec.family;
-    args.header.root =
-        (d.coll == Collective::kBroadcast || d.coll == Collective::kReduce) ? d.root : -1;
     prog = program(spec);
   }
 
   try {
-    executor->run(prog ? *prog : p2pProgram, args);
+    executor->run(prog ? *prog : plan.p2p, args);
     if (comm::needsCompletionExchange(d.coll) && size > 1) {
       // Every rank confirms to every other with this op's header (a one-byte direct exchange),
       // so no rank reports success for a call another rank disagreed with (op_rules.h).

@@ -16,6 +16,7 @@
 #include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
 #include "comm/exec/host_executor.h"
+#include "comm/op_plan.h"
 #include "comm/tuner.h"
 #include "transport/transport.h"
 
@@ -25,18 +26,7 @@ namespace bootstrap {
 class StoreServer;
 }
 
-/// One call's arguments, validated.
-struct OpDesc {
-  Collective coll = Collective::kAllReduce;
-  const void* input = nullptr;
-  void* output = nullptr;
-  size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter, sendCount allGather)
-  DataType dtype = DataType::kFloat32;
-  RedOp op = RedOp::kSum;
-  int root = -1;     ///< broadcast/reduce root, or the peer of send/recv
-  uint64_t seq = 0;  ///< assigned at issue time
-  uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
-};
+using comm::OpDesc;
 
 struct Request::Op {
   OpDesc desc;
@@ -93,8 +83,7 @@ struct CommState {
   std::atomic<bool> aborted{false};
 
   // Issue order and numbering (under queueMutex, so numbering order is execution order).
-  uint64_t collSeq = 0;
-  std::vector<uint64_t> sendSeq, recvSeq;
+  comm::OpNumbering numbering;
 
   // Execution: one op at a time, in issue order; blocking calls run on the caller's thread when
   // nothing is queued, non-blocking ones on the progress thread.

@@ -83,8 +83,7 @@ struct DeviceCommState {
   std::condition_variable workCv, doneCv;
   std::deque<Queued> queue;
   uint32_t issued = 0, completed = 0;
-  uint64_t collSeq = 0;
-  std::vector<uint64_t> sendSeq, recvSeq;
+  comm::OpNumbering numbering;
   bool stopping = false;
   std::optional<Error> broken;
   std::thread worker;
@@ -119,11 +118,9 @@ void DeviceCommState::enqueue(DeviceOp d, CudaStream userStream) {
     fail(ErrorCode::kAborted, "rank {}: {}: the device communicator was aborted", rank,
          collectiveName(d.coll));
   }
-  uint64_t* counter = d.coll == Collective::kSend   ? &sendSeq[d.root]
-                      : d.coll == Collective::kRecv ? &recvSeq[d.root]
-                                                    : &collSeq;
-  d.seq = *counter;
-  if (d.count == 0) {  // numbered like the host path, nothing to move
+  // Numbered like the host path; count 0 moves nothing.
+  uint64_t* counter = numbering.number(d);
+  if (d.count == 0) {
     ++*counter;
     return;
   }
@@ -254,8 +251,7 @@ DeviceCommunicator DeviceCommunicator::create(Communicator& host, int device,
   st->tuner.slots = kSlots;
   st->tuner.channels = channels;
   st->tuner.forced = algo;
-  st->sendSeq.assign(st->size, 0);
-  st->recvSeq.assign(st->size, 0);
+  st->numbering = comm::OpNumbering(st->size);
 
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);

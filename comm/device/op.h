@@ -8,32 +8,23 @@
 
 #include "braid/braid.hpp"
 #include "comm/device/pointer.h"
-#include "comm/exec/host_executor.h"
+#include "comm/op_plan.h"
 #include "comm/schedule/schedule.h"
 #include "comm/tuner.h"
 
 namespace braid::comm::device {
 
-struct DeviceOp {
-  Collective coll = Collective::kAllReduce;
-  const void* input = nullptr;
-  void* output = nullptr;
-  size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter, sendCount allGather)
-  DataType dtype = DataType::kFloat32;
-  RedOp op = RedOp::kSum;
-  int root = -1;  ///< broadcast/reduce root, or the peer of send/recv
-  uint64_t seq = 0;
-};
+/// One device call: the host path's description (comm/op_plan.h).
+using DeviceOp = comm::OpDesc;
 
 /// comm/op_rules.h's isInPlace for `op`.
 bool isInPlace(const DeviceOp& op, int rank);
-/// Whether this rank reads its input / writes its output for `op`.
-bool readsInput(const DeviceOp& op, int rank);
-bool writesOutput(const DeviceOp& op, int rank);
+using comm::readsInput;
+using comm::writesOutput;
 
-/// Throws kInvalidUsage (naming rank, collective, size) for a bad dtype/op/root/peer, a byte
-/// size overflow, null or partially overlapping buffers, or buffers that are not device memory on
-/// `device` (per `classifier`). Touches nothing.
+/// comm::validateOp, and kInvalidUsage for a barrier (no device form), buffers that are not
+/// device memory on `device` (per `classifier`), and partially overlapping buffers. Touches
+/// nothing.
 void validateOp(const DeviceOp& op, int rank, int size, int device,
                 const PointerClassifier& classifier);
 
@@ -44,8 +35,8 @@ struct Plan {
   RankProgram program;  ///< built here (p2p: one step on channel 0)
 };
 
-/// The plan of a validated, numbered op with count > 0. `tuner` picks the family as the host
-/// path does; slotBytes is the transport's slot payload.
+/// comm::planOp for a validated, numbered op with count > 0 (outputs never streamed), with its
+/// program built.
 Plan planOp(const DeviceOp& op, int rank, int size, const TunerConfig& tuner, size_t slotBytes,
             double timeoutSeconds);
 

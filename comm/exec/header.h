@@ -28,7 +28,7 @@ OpHeader decodeHeader(const transport::MessageMeta& meta);
 std::string describeHeader(const OpHeader& header);
 
 /// A probe: a header-only message (0 bytes) a rank sends to the peers it has waited on for a
-/// while (HostExecutor, slow path), so that two ranks which disagree and only receive (reduce's
+/// while (ProgramRunner, slow path), so that two ranks which disagree and only receive (reduce's
 /// root against broadcast's non-root) still meet a header to compare. Marked by the top bit of
 /// word 3 (piece sizes are 32-bit); receivers drop probes, never use them as data.
 constexpr uint64_t kProbeBit = uint64_t(1) << 63;

@@ -1,0 +1,407 @@
+#include "comm/engine/program_runner.h"
+
+#include <fmt/format.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "common/env.h"
+#include "common/log.h"
+
+namespace braid::comm {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Idle policy, for the first kActiveWait of a wait:
+// - ranks on this host outnumber the cores they run on: yield at once and again (the peer we wait
+//   for is often runnable but not running, and sched_yield hands it the core);
+// - otherwise: spin (the peer runs on its own core; yielding would hand our core to an unrelated
+//   process for a whole time slice on a busy machine).
+// Then sleep on the doorbell in short slices, so abort and dead peers are noticed within ~20 ms
+// and a long wait costs no CPU.
+constexpr int kSpinRounds = 256;
+constexpr int kOversubscribedSpinRounds = 8;
+// BRAID_SPIN_US overrides how long a wait stays active before sleeping.
+const Clock::duration kActiveWait = std::chrono::microseconds(envInt("BRAID_SPIN_US", 2000));
+constexpr auto kSleepSlice = std::chrono::milliseconds(20);
+constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
+
+}  // namespace
+
+ProgramRunner::ProgramRunner(transport::Endpoint& endpoint, const std::atomic<bool>& aborted,
+                             bool oversubscribed, PieceEngine& engine)
+    : ep_(endpoint),
+      aborted_(aborted),
+      engine_(engine),
+      rank_(endpoint.rank()),
+      size_(endpoint.size()),
+      oversubscribed_(oversubscribed),
+      deferred_(engine.deferred()) {
+  gatherSrcs_.resize(size_);
+  spinRounds_ = oversubscribed ? kOversubscribedSpinRounds : kSpinRounds;
+}
+
+char* ProgramRunner::address(Buf buf, size_t elemOffset, const ExecArgs& args) const {
+  char* base = buf == Buf::kInput ? const_cast<char*>(static_cast<const char*>(args.input))
+                                  : static_cast<char*>(args.output);
+  return base + elemOffset * elemSize_;
+}
+
+std::string ProgramRunner::what(const ExecArgs& args) const {
+  OpHeader called = args.header;
+  called.coll = args.called;
+  return fmt::format("{} of {} bytes{}", describeHeader(called),
+                     args.header.count * dataTypeSize(args.dtype), engine_.where());
+}
+
+void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes,
+                                size_t expectBytes, int peer, const ExecArgs& args) {
+  // Compared as encoded words (encoded once per run); decoded only to describe a mismatch.
+  if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) != 0) {
+    OpHeader got = decodeHeader(meta);
+    engine_.abandon();  // pieces of other lanes may be in flight (deferred engines)
+    pending_.clear();
+    fail(ErrorCode::kMismatch,
+         "rank {}: {}: collective mismatch with peer rank {}: this rank called {}, peer rank {} "
+         "called {}",
+         rank_, what(args), peer, describeHeader(args.header), peer, describeHeader(got));
+  }
+  if (bytes != expectBytes) {
+    engine_.abandon();
+    pending_.clear();
+    fail(ErrorCode::kMismatch,
+         "rank {}: {}: message of {} bytes from peer rank {} where {} bytes were expected", rank_,
+         what(args), bytes, peer, expectBytes);
+  }
+}
+
+const void* ProgramRunner::peekData(int peer, int channel, size_t* bytes,
+                                    transport::MessageMeta* meta, const ExecArgs& args) {
+  transport::RecvChannel& ch = ep_.recv(peer, channel);
+  for (;;) {
+    const void* p = ch.tryPeek(bytes, meta);
+    if (p == nullptr || !isProbe(*meta)) return p;
+    if (!dropProbe(peer, channel, *meta, args)) return nullptr;
+  }
+}
+
+bool ProgramRunner::dropProbe(int peer, int channel, const transport::MessageMeta& meta,
+                              const ExecArgs& args) {
+  const uint64_t seq = meta.words[0], mine = expectedMeta_.words[0];
+  if (args.header.coll == Collective::kSend) {
+    // Point-to-point numbers are another count: a probe of a collective issued after this op is
+    // left to it (issue order is the same on every rank); an earlier one's is stale.
+    if (seq >= args.collectivesBefore) return false;
+    ep_.recv(peer, channel).release();
+    return true;
+  }
+  if (seq > mine) return false;  // the peer is waiting in a later op; ours to judge then
+  if (seq == mine &&
+      (meta.words[1] != expectedMeta_.words[1] || meta.words[2] != expectedMeta_.words[2] ||
+       (meta.words[3] & ~kProbeBit) != expectedMeta_.words[3])) {
+    failWaiting(
+        ErrorCode::kMismatch, args,
+        fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
+                    "rank {} waits in {}",
+                    peer, describeHeader(args.header), peer, describeHeader(decodeHeader(meta))));
+  }
+  ep_.recv(peer, channel).release();  // stale (an op that ended), or this op and agreeing
+  return true;
+}
+
+void ProgramRunner::sendProbes(const ExecArgs& args) {
+  probed_ = true;
+  if (args.header.coll == Collective::kSend) return;  // p2p waits are the user's to order
+  const transport::MessageMeta probe = probeOf(expectedMeta_);
+  auto probeOne = [&](int peer, int channel) {
+    transport::SendChannel& ch = ep_.send(peer, channel);
+    if (ch.tryAcquire() != nullptr) ch.post(0, probe);
+  };
+  for (const Cursor& c : cursors_) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    if (s.prim == Prim::kGatherReduce) {
+      for (int q = 0; q < size_; ++q)
+        if (q != rank_) probeOne(q, s.channel);
+    } else if (primReceives(s.prim)) {
+      probeOne(s.recvPeer, s.channel);
+    }
+  }
+}
+
+bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
+  const Step& s = c.lane->steps[c.step];
+  if (s.count == 0) {
+    c.step++;
+    return true;
+  }
+  const size_t per = args.elemsPerPiece;
+  const size_t begin = c.piece * per;
+  const size_t len = std::min(per, s.count - begin);
+  const size_t bytes = len * elemSize_;
+
+  // Everything this piece needs must be there before anything is touched.
+  const void* slot = nullptr;
+  transport::RecvChannel* in = nullptr;
+  if (s.prim == Prim::kGatherReduce) {
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      size_t got = 0;
+      transport::MessageMeta meta;
+      const void* p = peekData(q, s.channel, &got, &meta, args);
+      if (p == nullptr) return false;
+      checkHeader(meta, got, bytes, q, args);
+      gatherSrcs_[q] = p;
+    }
+  } else if (primReceives(s.prim)) {
+    in = &ep_.recv(s.recvPeer, s.channel);
+    size_t got = 0;
+    transport::MessageMeta meta;
+    slot = peekData(s.recvPeer, s.channel, &got, &meta, args);
+    if (slot == nullptr) return false;
+    checkHeader(meta, got, bytes, s.recvPeer, args);
+  }
+  transport::SendChannel* outCh = nullptr;
+  void* out = nullptr;
+  if (primSends(s.prim)) {
+    outCh = &ep_.send(s.sendPeer, s.channel);
+    out = outCh->tryAcquire();
+    if (out == nullptr) return false;
+  }
+
+  Piece p;
+  p.prim = s.prim;
+  p.slot = slot;
+  p.out = out;
+  p.src = primReads(s.prim) ? address(s.src.buf, s.src.offset + begin, args) : nullptr;
+  p.dst = primWrites(s.prim) ? address(s.dst.buf, s.dst.offset + begin, args) : nullptr;
+  p.len = len;
+  p.bytes = bytes;
+  p.divisor = (s.finalize && args.op == RedOp::kAvg && size_ > 1) ? uint64_t(size_) : 1;
+  if (s.prim == Prim::kGatherReduce) {
+    gatherSrcs_[rank_] = p.src;
+    p.gatherSrcs = gatherSrcs_.data();
+    p.gatherCount = size_;
+  }
+  engine_.move(p, args);
+  if (deferred_) {
+    pending_.push_back(Pending{&c, in, outCh, bytes});
+  } else {
+    commit(c, s, in, outCh, bytes, args);
+  }
+  return true;
+}
+
+void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
+                           transport::SendChannel* out, size_t bytes, const ExecArgs& args) {
+  if (s.prim == Prim::kGatherReduce) {
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_) ep_.recv(q, s.channel).release();
+  } else if (in != nullptr) {
+    in->release();
+  }
+  if (out != nullptr) out->post(bytes, expectedMeta_);
+  if (++c.piece == pieceCount(s.count, args.elemsPerPiece)) {
+    c.piece = 0;
+    c.step++;
+  }
+}
+
+void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why) {
+  // Name what this rank was waiting for: the peers of every unfinished lane's current step.
+  std::string waiting;
+  for (const Cursor& c : cursors_) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    if (s.prim == Prim::kGatherReduce) {
+      waiting += fmt::format("; waiting to receive from all peers on channel {}", s.channel);
+    } else {
+      if (primReceives(s.prim))
+        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}", s.recvPeer,
+                               s.channel);
+      if (primSends(s.prim))
+        waiting +=
+            fmt::format("; waiting to send to peer rank {} on channel {}", s.sendPeer, s.channel);
+    }
+  }
+  // Launched work may still use the buffers; let it end before they are given back.
+  engine_.abandon();
+  pending_.clear();
+  fail(code, "rank {}: {}: {}{}", rank_, what(args), why, waiting);
+}
+
+void ProgramRunner::checkArrivals(const ExecArgs& args) {
+  // Point-to-point numbers are per peer and may equal a collective's: only collectives look.
+  if (args.header.coll == Collective::kSend) return;
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    for (int ch = 0; ch < ep_.channels(); ++ch) {
+      size_t bytes = 0;
+      transport::MessageMeta meta;
+      if (peekData(q, ch, &bytes, &meta, args) == nullptr) continue;
+      // Another number is another op (a peer already on the next one, a send); not ours to judge.
+      if (meta.words[0] != expectedMeta_.words[0]) continue;
+      if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) == 0) continue;
+      const OpHeader got = decodeHeader(meta);
+      if (got.coll == Collective::kSend) continue;
+      failWaiting(ErrorCode::kMismatch, args,
+                  fmt::format("collective mismatch with peer rank {}: this rank called {}, peer "
+                              "rank {} called {}",
+                              q, describeHeader(args.header), q, describeHeader(got)));
+    }
+  }
+}
+
+bool ProgramRunner::advanceAll(const ExecArgs& args, size_t* unfinished) {
+  bool moved = false;
+  if (!deferred_) {
+    for (Cursor& c : cursors_) {
+      while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
+        moved = true;
+        if (c.step == c.lane->steps.size()) --*unfinished;
+      }
+    }
+    return moved;
+  }
+  // Deferred: at most one piece launched per lane (zero-count steps advance without one), one
+  // wait for all of them, then their slots are released and posted.
+  for (Cursor& c : cursors_) {
+    while (c.step < c.lane->steps.size()) {
+      const size_t before = pending_.size();
+      if (!tryPiece(c, args)) break;
+      moved = true;
+      if (pending_.size() != before) break;
+      if (c.step == c.lane->steps.size()) --*unfinished;
+    }
+  }
+  if (pending_.empty()) return moved;
+  engine_.finish(*this, args);
+  for (Pending& p : pending_) {
+    const Step& s = p.cursor->lane->steps[p.cursor->step];
+    commit(*p.cursor, s, p.in, p.out, p.bytes, args);
+    if (p.cursor->step == p.cursor->lane->steps.size()) --*unfinished;
+  }
+  pending_.clear();
+  return moved;
+}
+
+int ProgramRunner::goneAwaitedPeer(const ExecArgs& args) {
+  // A peer is awaited only while its message is missing (or, sending, no slot to it is free): a
+  // peer that finished its part and left (its message is already here) strands nobody. Liveness
+  // is read first: what a peer posted before it went is visible once its death is.
+  auto goneFrom = [&](int peer, int channel) {
+    if (peer < 0 || peer == rank_ || ep_.peerAlive(peer)) return false;
+    size_t bytes = 0;
+    transport::MessageMeta meta;
+    return peekData(peer, channel, &bytes, &meta, args) == nullptr;
+  };
+  auto goneTo = [&](int peer, int channel) {
+    if (peer < 0 || peer == rank_ || ep_.peerAlive(peer)) return false;
+    return ep_.send(peer, channel).tryAcquire() == nullptr;
+  };
+  for (const Cursor& c : cursors_) {
+    if (c.step >= c.lane->steps.size()) continue;
+    const Step& s = c.lane->steps[c.step];
+    if (s.prim == Prim::kGatherReduce) {
+      for (int q = 0; q < size_; ++q)
+        if (goneFrom(q, s.channel)) return q;
+    } else {
+      if (primReceives(s.prim) && goneFrom(s.recvPeer, s.channel)) return s.recvPeer;
+      if (primSends(s.prim) && goneTo(s.sendPeer, s.channel)) return s.sendPeer;
+    }
+  }
+  return -1;
+}
+
+void ProgramRunner::slowPathChecks(const ExecArgs& args, bool checkPeers) {
+  if (aborted_.load(std::memory_order_relaxed)) {
+    failWaiting(ErrorCode::kAborted, args, "communicator aborted by this process");
+  }
+  if (auto remote = ep_.peerAbort()) {
+    std::string reason;
+    const ErrorCode code = decodeAbortReason(remote->second, &reason);
+    failWaiting(code, args,
+                fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
+  }
+  checkArrivals(args);
+  if (!checkPeers) return;
+  if (const int gone = goneAwaitedPeer(args); gone >= 0) {
+    // A peer that failed and then exited wrote why before it went: name the first cause.
+    if (auto remote = ep_.peerAbort()) {
+      std::string reason;
+      const ErrorCode code = decodeAbortReason(remote->second, &reason);
+      failWaiting(code, args,
+                  fmt::format("peer rank {} failed and reported: {}", remote->first, reason));
+    }
+    failWaiting(
+        ErrorCode::kRemoteError, args,
+        fmt::format("peer rank {} is gone (its process exited or its connection closed)", gone));
+  }
+}
+
+void ProgramRunner::run(const RankProgram& program, const ExecArgs& args) {
+  elemSize_ = dataTypeSize(args.dtype);
+  expectedMeta_ = encodeHeader(args.header);
+  cursors_.clear();
+  pending_.clear();
+  probed_ = false;
+  for (const Lane& lane : program.lanes) {
+    if (!lane.steps.empty()) cursors_.push_back(Cursor{&lane, 0, 0});
+  }
+  size_t unfinished = cursors_.size();
+  int idle = 0;
+  Clock::time_point lastProgress{}, lastPeerCheck{};
+  while (unfinished > 0) {
+    const bool progressed = advanceAll(args, &unfinished);
+    if (progressed || unfinished == 0) {
+      idle = 0;
+      continue;
+    }
+    ++idle;
+    if (idle < spinRounds_) {
+      cpuRelax();
+      continue;
+    }
+    const auto now = Clock::now();
+    if (idle == spinRounds_) {
+      lastProgress = now;  // the idle period started (about) here
+      lastPeerCheck = now;
+    }
+    if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(args, false);
+    if (now - lastProgress < kActiveWait) {
+      if (oversubscribed_) {
+        sched_yield();
+      } else {
+        for (int i = 0; i < 64; ++i) cpuRelax();
+      }
+      continue;
+    }
+    const bool checkPeers = now - lastPeerCheck >= kPeerCheckEvery;
+    if (checkPeers) lastPeerCheck = now;
+    if (!probed_) sendProbes(args);
+    slowPathChecks(args, checkPeers);
+    const auto timeout = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(args.timeoutSeconds));
+    if (now - lastProgress >= timeout) {
+      failWaiting(ErrorCode::kTimeout, args,
+                  fmt::format("no progress for {} s (BRAID_TIMEOUT)", args.timeoutSeconds));
+    }
+    // Announce the sleep, look once more, then sleep until rung or the slice ends.
+    uint32_t ticket = ep_.prepareSleep();
+    const bool moved = advanceAll(args, &unfinished);
+    const auto until = moved ? now : std::min(now + kSleepSlice, lastProgress + timeout);
+    ep_.sleep(ticket, until);
+    if (moved) idle = 0;
+  }
+}
+
+}  // namespace braid::comm

@@ -1,0 +1,159 @@
+// The one engine behind host and device collectives: runs one rank's program over a transport
+// endpoint. It owns the lane cursors, header checks (and probes), liveness, the idle policy
+// (spin, or yield when oversubscribed, then sleep on the doorbell in slices), the deadline and
+// every wait's error text. What a piece does to memory is the PieceEngine's: the host copies and
+// reduces it at once; the device launches kernels and finishes them in finish(), after which the
+// runner releases the consumed slots and posts the filled ones.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/exec/header.h"
+#include "comm/schedule/schedule.h"
+#include "transport/transport.h"
+
+namespace braid::comm {
+
+/// Everything one run needs besides the program.
+struct ExecArgs {
+  const void* input = nullptr;
+  void* output = nullptr;
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  OpHeader header;             ///< expected in every received message, sent in every message
+  size_t elemsPerPiece = 1;    ///< slot payload in elements (the program was built for it)
+  double timeoutSeconds = 60;  ///< no progress for this long -> kTimeout
+  bool streamOutput = false;   ///< write the output with streaming stores (large buffers)
+  Collective called = Collective::kAllReduce;  ///< what the user called (recv's header says send)
+  /// Point-to-point runs: collectives issued before this op (probes numbered below are stale).
+  uint64_t collectivesBefore = 0;
+};
+
+/// One piece of one step, everything it needs already there (received slots, a free slot to
+/// send into). Addresses are in the engine's memory (host or device).
+struct Piece {
+  Prim prim = Prim::kCopy;
+  const void* slot = nullptr;               ///< the received piece (receiving prims)
+  const void* const* gatherSrcs = nullptr;  ///< kGatherReduce: every rank's piece, own included
+  int gatherCount = 0;
+  void* out = nullptr;        ///< the slot to fill (sending prims)
+  const char* src = nullptr;  ///< this rank's input piece (prims that read)
+  char* dst = nullptr;        ///< this rank's output piece (prims that write)
+  size_t len = 0;             ///< elements
+  size_t bytes = 0;
+  uint64_t divisor = 1;  ///< > 1: divide the final result by it (avg)
+};
+
+class ProgramRunner;
+
+/// What a piece does to memory; one call per piece (never per element).
+class PieceEngine {
+ public:
+  virtual ~PieceEngine() = default;
+  /// Moves (or, when deferred, launches) one piece.
+  virtual void move(const Piece& piece, const ExecArgs& args) = 0;
+  /// Deferred engines: waits until every piece launched since the last call is done; waits that
+  /// end badly go through runner.failWaiting. The runner commits those pieces after it returns.
+  virtual void finish(ProgramRunner& runner, const ExecArgs& args) {
+    (void)runner;
+    (void)args;
+  }
+  /// Before a run fails: lets launched work end (buffers are given back after the error).
+  virtual void abandon() {}
+  /// Appended to the op's description in errors (" on the device").
+  virtual const char* where() const { return ""; }
+  /// True: move() only launches; the runner moves at most one piece per lane per sweep and
+  /// releases/posts its slots only after finish().
+  bool deferred() const { return deferred_; }
+
+ protected:
+  explicit PieceEngine(bool deferred) : deferred_(deferred) {}
+
+ private:
+  bool deferred_;
+};
+
+class ProgramRunner {
+ public:
+  /// `oversubscribed`: ranks on this host outnumber the cores they may run on (then waits yield
+  /// the core at once instead of spinning).
+  ProgramRunner(transport::Endpoint& endpoint, const std::atomic<bool>& aborted,
+                bool oversubscribed, PieceEngine& engine);
+
+  /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
+  /// kAborted, and what the engine throws) naming this rank, the peer, and what(args).
+  void run(const RankProgram& program, const ExecArgs& args);
+
+  /// Fails the current run: `why` plus what every unfinished lane waits for.
+  [[noreturn]] void failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why);
+  bool aborted() const { return aborted_.load(std::memory_order_relaxed); }
+  int rank() const { return rank_; }
+  /// "allreduce #3 (1024 x float, sum, ring, 131072-byte pieces) of 4096 bytes", for errors.
+  std::string what(const ExecArgs& args) const;
+
+ private:
+  struct Cursor {
+    const Lane* lane = nullptr;
+    size_t step = 0;
+    size_t piece = 0;
+  };
+  /// A launched piece of a deferred engine, committed after finish().
+  struct Pending {
+    Cursor* cursor = nullptr;
+    transport::RecvChannel* in = nullptr;  // null for a gather (commit releases every peer's)
+    transport::SendChannel* out = nullptr;
+    size_t bytes = 0;
+  };
+  bool tryPiece(Cursor& cursor, const ExecArgs& args);
+  /// Releases the consumed slots, posts the filled one, and moves the cursor on.
+  void commit(Cursor& c, const Step& s, transport::RecvChannel* in, transport::SendChannel* out,
+              size_t bytes, const ExecArgs& args);
+  /// The oldest data message from peer on channel (as tryPeek), dropping probes before it: a
+  /// stale one, or this op's when it agrees. Null when none, or when a later op's probe is first.
+  const void* peekData(int peer, int channel, size_t* bytes, transport::MessageMeta* meta,
+                       const ExecArgs& args);
+  /// Handles the probe `meta` at the head of (peer, channel): releases it and returns true, or
+  /// returns false leaving it (a later op's, or this run is point-to-point); a probe of this op
+  /// that describes another call fails with kMismatch.
+  bool dropProbe(int peer, int channel, const transport::MessageMeta& meta, const ExecArgs& args);
+  /// Sends one probe to every peer an unfinished lane waits to receive from (slow path, once a
+  /// run; only when a slot is free).
+  void sendProbes(const ExecArgs& args);
+  void checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes, int peer,
+                   const ExecArgs& args);
+  /// Fails with kMismatch when a peer's message numbered like this op describes another call
+  /// (a rank that disagrees may never send what this rank waits for: two broadcast "roots" only
+  /// send). Looks at the head of every channel, dropping only probes.
+  void checkArrivals(const ExecArgs& args);
+  /// Runs every unfinished lane as far as it goes now (deferred: one piece per lane, then
+  /// finishes and commits them); true when any piece moved.
+  bool advanceAll(const ExecArgs& args, size_t* unfinished);
+  /// Fails on an abort (this process's or a peer's), on a mismatch seen in arrivals and, with
+  /// checkPeers, on a gone peer that the current steps still wait on.
+  void slowPathChecks(const ExecArgs& args, bool checkPeers);
+  /// The first peer that is gone while a current step still needs it (its message is missing, or
+  /// no slot to it is free), or -1. A peer that left after posting what is needed is not one.
+  int goneAwaitedPeer(const ExecArgs& args);
+  char* address(Buf buf, size_t elemOffset, const ExecArgs& args) const;
+
+  transport::Endpoint& ep_;
+  const std::atomic<bool>& aborted_;
+  PieceEngine& engine_;
+  int rank_;
+  int size_;
+  size_t elemSize_ = 0;
+  transport::MessageMeta expectedMeta_;  // args.header encoded: sent with, and expected in, each
+                                         // message of this run
+  bool oversubscribed_ = false;
+  bool deferred_ = false;
+  int spinRounds_ = 0;
+  bool probed_ = false;  // this run sent its probes
+  std::vector<Cursor> cursors_;
+  std::vector<Pending> pending_;
+  std::vector<const void*> gatherSrcs_;
+};
+
+}  // namespace braid::comm

@@ -1,0 +1,68 @@
+// One op plan for host and device calls: the call's description, the checks every call passes,
+// its numbering, and its plan (executor arguments, message header, schedule spec chosen by the
+// tuner, or the one-step point-to-point program). communicator.cc and comm/device/op.cc add only
+// what is theirs (null buffers and the barrier; device pointers).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "braid/braid.hpp"
+#include "comm/engine/program_runner.h"
+#include "comm/schedule/schedule.h"
+#include "comm/tuner.h"
+
+namespace braid::comm {
+
+/// One call's arguments.
+struct OpDesc {
+  Collective coll = Collective::kAllReduce;
+  const void* input = nullptr;
+  void* output = nullptr;
+  size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter, sendCount allGather)
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  int root = -1;                   ///< broadcast/reduce root, or the peer of send/recv
+  uint64_t seq = 0;                ///< assigned at issue time
+  uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
+};
+
+/// Whether this rank reads its input / writes its output for `d`.
+bool readsInput(const OpDesc& d, int rank);
+bool writesOutput(const OpDesc& d, int rank);
+
+/// The checks of every call: data type, reduction op, byte size overflow, root or peer. Sets the
+/// buffers' byte sizes. Throws kInvalidUsage naming rank, collective and size; touches nothing.
+void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* outBytes);
+/// Throws kInvalidUsage when this rank's send and receive buffers (both used, not null) overlap
+/// without being in place. After the caller's own buffer checks.
+void requireNoOverlap(const OpDesc& d, int rank, size_t inBytes, size_t outBytes);
+
+/// Sequence numbers of one communicator: collectives in one count, send and recv per peer.
+struct OpNumbering {
+  explicit OpNumbering(int size = 0) : send(size, 0), recv(size, 0) {}
+  uint64_t coll = 0;
+  std::vector<uint64_t> send, recv;
+  /// Gives `d` its number (and, point-to-point, the collectives before it); returns the counter
+  /// to advance once the op is accepted.
+  uint64_t* number(OpDesc& d);
+};
+
+/// What the executor runs for one numbered op with count > 0, or a barrier (a one-byte max
+/// all-reduce whose buffers the caller sets).
+struct Plan {
+  ExecArgs args;
+  ScheduleSpec spec;  ///< collectives (program is built from it by the caller or planOp)
+  RankProgram p2p;    ///< send/recv: one step on channel 0
+  bool isP2p = false;
+  size_t inBytes = 0;  ///< this rank's input buffer, for errors
+};
+
+/// Plans `d` as both paths do: `tuner` picks the family and lanes for collectives (spec.nodeOf
+/// is the caller's to set); slotBytes is the transport's slot payload. Outputs of streamBytes or
+/// more are streamed.
+Plan planOp(const OpDesc& d, int rank, int size, const TunerConfig& tuner, size_t slotBytes,
+            double timeoutSeconds, size_t streamBytes);
+
+}  // namespace braid::comm
