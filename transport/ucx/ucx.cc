@@ -22,6 +22,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "transport/process.h"
 #include "transport/ucx/channels.h"
 
 namespace braid::transport::ucx {
@@ -56,11 +57,6 @@ bool fromHex(const std::string& text, std::string* out) {
   return true;
 }
 
-uint64_t pidNamespace() {
-  struct stat st {};
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
-
 // Hostname plus boot id: equal only for processes on one running kernel.
 uint64_t hostId() {
   char name[256] = {};
@@ -71,19 +67,6 @@ uint64_t hostId() {
   std::getline(boot, id);
   text += "/" + id;
   return std::hash<std::string>{}(text);
-}
-
-bool processGone(pid_t pid) {
-  if (pid <= 0) return true;
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  // A killed child stays a zombie until its parent reaps it; that counts as gone.
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string text;
-  std::getline(stat, text);
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= text.size()) return !stat.is_open();
-  char state = text[paren + 2];
-  return state == 'Z' || state == 'X';
 }
 
 ucs_status_t controlCallback(void* arg, const void* header, size_t headerBytes, void* data,
@@ -311,7 +294,7 @@ bool UcxTransport::peerAlive(int peer) {
   if (!state->alive.load(std::memory_order_acquire)) return false;
   // Peers on this host use UCP_ERR_HANDLING_MODE_NONE (UCX's shared memory transports cannot
   // report failures): the kernel says whether the process is gone.
-  if (state->checkPid && processGone(static_cast<pid_t>(state->pid))) {
+  if (state->checkPid && processGone(static_cast<uint64_t>(state->pid), pidNamespace_)) {
     drainWorker();
     state->alive.store(false, std::memory_order_release);
     return false;
