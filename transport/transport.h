@@ -45,6 +45,13 @@ bool parseKind(const std::string& name, Kind* out);
 /// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time). When not,
 /// *why (if given) receives a one-line reason.
 bool kindAvailable(Kind kind, std::string* why = nullptr);
+/// The kind of each of `rank`'s peers (kSelf for itself), given every rank's host key (equal
+/// for ranks that share memory). `forced` empty: the best backend that is available and reaches
+/// the peer (shm on one host; between hosts ucx when this build has it, else tcp). Else a kind
+/// name (BRAID_TRANSPORT) for every peer: kInvalidUsage when that kind cannot reach a peer
+/// (shm to another host), naming the peer and both hosts.
+std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
+                              const std::string& forced);
 
 /// The fixed-size header every message carries; opaque to the transport (comm encodes it).
 struct MessageMeta {
