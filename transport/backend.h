@@ -79,6 +79,27 @@ class Backend {
                                                 KeyValue& kv) const = 0;
 };
 
+/// A backend this build always has when its folder is compiled: open() makes a Part (its
+/// BackendEndpoint constructed from (config, kv)); `sameHostOnly` for shared memory.
+template <class Part>
+class BuiltBackend final : public Backend {
+ public:
+  BuiltBackend(Kind kind, bool sameHostOnly) : kind_(kind), sameHostOnly_(sameHostOnly) {}
+  Kind kind() const override { return kind_; }
+  bool available(std::string*) const override { return true; }
+  bool canReach(const HostInfo& local, const HostInfo& peer) const override {
+    return !sameHostOnly_ || local.host == peer.host;
+  }
+  std::unique_ptr<BackendEndpoint> open(const EndpointConfig& config,
+                                        KeyValue& kv) const override {
+    return std::make_unique<Part>(config, kv);
+  }
+
+ private:
+  Kind kind_;
+  bool sameHostOnly_;
+};
+
 /// Every host-memory backend, best first (shm > ucx > tcp), including those this build lacks
 /// (available() says why). cuda_ipc (device slots) is not one: it is its own endpoint.
 const std::vector<const Backend*>& backends();

@@ -3,22 +3,9 @@
 #include "transport/ucx/ucx.h"
 
 namespace braid::transport {
-namespace {
-
-class UcxBackend final : public Backend {
- public:
-  Kind kind() const override { return Kind::kUcx; }
-  bool available(std::string*) const override { return true; }
-  bool canReach(const HostInfo&, const HostInfo&) const override { return true; }
-  std::unique_ptr<BackendEndpoint> open(const EndpointConfig& config, KeyValue& kv) const override {
-    return std::make_unique<ucx::UcxTransport>(config, kv);
-  }
-};
-
-}  // namespace
 
 const Backend& ucxBackend() {
-  static const UcxBackend backend;
+  static const BuiltBackend<ucx::UcxTransport> backend(Kind::kUcx, /*sameHostOnly=*/false);
   return backend;
 }
 
