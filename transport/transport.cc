@@ -67,6 +67,10 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
                   "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
                   forced);
     force = findBackend(kind);
+    std::string why;
+    BRAID_ENFORCE(force->available(&why), ErrorCode::kInvalidUsage,
+                  "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}", forced,
+                  why);
   }
   const HostInfo local{hosts[rank]};
   std::vector<Kind> kinds(size, Kind::kSelf);

@@ -21,8 +21,20 @@ TEST(ChooseKinds, BestAvailablePerPeer) {
 TEST(ChooseKinds, ForcedKindForEveryPeer) {
   EXPECT_EQ(chooseKinds(1, kHosts, "tcp"),
             (std::vector<Kind>{Kind::kTcp, Kind::kSelf, Kind::kTcp}));
-  EXPECT_EQ(chooseKinds(1, kHosts, "ucx"),
-            (std::vector<Kind>{Kind::kUcx, Kind::kSelf, Kind::kUcx}));
+  if (kindAvailable(Kind::kUcx)) {
+    EXPECT_EQ(chooseKinds(1, kHosts, "ucx"),
+              (std::vector<Kind>{Kind::kUcx, Kind::kSelf, Kind::kUcx}));
+  } else {
+    try {
+      chooseKinds(1, kHosts, "ucx");
+      ADD_FAILURE() << "ucx forced without UCX";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
+      EXPECT_NE(std::string(e.what()).find("is not available: this build has no UCX"),
+                std::string::npos)
+          << e.what();
+    }
+  }
   EXPECT_EQ(chooseKinds(1, {"a", "a"}, "shm"), (std::vector<Kind>{Kind::kShm, Kind::kSelf}));
 }
 
