@@ -14,6 +14,7 @@
 #include "transport/abort_record.h"
 #include "transport/backend.h"
 #include "transport/doorbell.h"
+#include "transport/progress_wake.h"
 #include "transport/transport.h"
 
 namespace braid::transport::tcp {
@@ -70,14 +71,13 @@ class TcpTransport final : public BackendEndpoint {
   EndpointConfig config_;
   int listenFd_ = -1;
   int epollFd_ = -1;
-  int eventFd_ = -1;
+  ProgressWake wake_;  // user threads wake the progress thread through it
   std::vector<std::unique_ptr<PeerLink>> links_;  // by rank; null for non-tcp peers
   std::vector<std::unique_ptr<TcpSendChannel>> sends_;
   std::vector<std::unique_ptr<TcpRecvChannel>> recvs_;
   Doorbell* doorbell_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  alignas(64) std::atomic<uint32_t> progressSleeping_{0};
   bool abortQueued_ = false;  // progress thread only
   AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
 };

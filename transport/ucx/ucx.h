@@ -18,6 +18,7 @@
 #include "transport/abort_record.h"
 #include "transport/backend.h"
 #include "transport/doorbell.h"
+#include "transport/progress_wake.h"
 #include "transport/transport.h"
 
 namespace braid::transport::ucx {
@@ -100,7 +101,7 @@ class UcxTransport final : public BackendEndpoint {
   bool flushChannel(PeerState& peer, int channel);
   bool hasLocalWork();
   void progressLoop();
-  /// Arms the worker (holding *workerLock if given) and polls its event fd and eventFd_.
+  /// Arms the worker (holding *workerLock if given) and polls its event fd and wake_.
   void waitForEvents(int timeoutMillis, std::mutex* workerLock);
   void markDead(PeerState& peer, const std::string& why, bool protocolError);
   void recordAbort(int peer, const std::string& reason);
@@ -110,7 +111,7 @@ class UcxTransport final : public BackendEndpoint {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int workerFd_ = -1;  // ucp_worker_get_efd; owned by UCX
-  int eventFd_ = -1;   // user threads wake the progress thread through it
+  ProgressWake wake_;  // user threads wake the progress thread through it
   std::string tls_;    // UCX_TLS as seen at start, for messages
   std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ucx peers
   std::vector<std::unique_ptr<UcxSendChannel>> sends_;
@@ -125,7 +126,6 @@ class UcxTransport final : public BackendEndpoint {
   int pollSkip_ = 0;                      // pollSoon(): calls to skip (user thread only)
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  alignas(64) std::atomic<uint32_t> progressSleeping_{0};
   bool abortQueued_ = false;  // worker owner only
   AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
 };
