@@ -145,14 +145,8 @@ void TcpTransport::recordAbort(int peer, const std::string& reason) {
 
 void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protocolError) {
   if (!link.alive.exchange(false)) return;  // the user thread may get here too (inline flush)
-  if (protocolError) {
-    std::string text = fmt::format("protocol error from rank {}: {}", link.rank, why);
-    if (!stopping_.load()) BRAID_WARN("rank {}: {}", config_.rank, text);
-    recordAbort(link.rank, text);
-    shutdown(link.fd, SHUT_RDWR);
-  } else if (!stopping_.load()) {
-    BRAID_INFO("rank {}: tcp connection to peer rank {} lost: {}", config_.rank, link.rank, why);
-  }
+  aborts_.peerGone(config_.rank, link.rank, "tcp", why, protocolError, stopping_.load());
+  if (protocolError) shutdown(link.fd, SHUT_RDWR);
   epoll_ctl(epollFd_, EPOLL_CTL_DEL, link.fd, nullptr);
   if (doorbell_ != nullptr) ringDoorbell(*doorbell_);
 }

@@ -246,13 +246,7 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
 void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protocolError) {
   if (peer.reason.empty()) peer.reason = why;
   if (!peer.alive.exchange(false)) return;
-  if (protocolError) {
-    std::string text = fmt::format("protocol error from rank {}: {}", peer.rank, why);
-    if (!stopping_.load()) BRAID_WARN("rank {}: ucx: {}", config_.rank, text);
-    recordAbort(peer.rank, text);
-  } else if (!stopping_.load()) {
-    BRAID_INFO("rank {}: ucx connection to peer rank {} lost: {}", config_.rank, peer.rank, why);
-  }
+  aborts_.peerGone(config_.rank, peer.rank, "ucx", why, protocolError, stopping_.load());
   ring();
 }
 
