@@ -12,7 +12,7 @@
 #include <cerrno>
 
 #include "common/log.h"
-#include "transport/tcp/link.h"
+#include "transport/tcp/channels.h"
 #include "transport/tcp/tcp.h"
 
 namespace braid::transport::tcp {

@@ -21,7 +21,7 @@
 #include <cerrno>
 
 #include "common/log.h"
-#include "transport/tcp/link.h"
+#include "transport/tcp/channels.h"
 
 namespace braid::transport::tcp {
 
