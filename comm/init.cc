@@ -31,19 +31,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   ResolvedOptions r;
   r.timeoutSeconds = o.timeoutSeconds > 0 ? o.timeoutSeconds : defaultTimeoutSeconds();
   r.transport = o.transport.empty() ? envString("BRAID_TRANSPORT").value_or("") : o.transport;
-  if (!r.transport.empty() && r.transport != "auto") {
-    transport::Kind kind;
-    BRAID_ENFORCE(transport::parseKind(r.transport, &kind) && kind != transport::Kind::kSelf,
-                  ErrorCode::kInvalidUsage,
-                  "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
-                  r.transport);
-    std::string why;
-    BRAID_ENFORCE(transport::kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
-                  "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}",
-                  r.transport, why);
-  } else {
-    r.transport.clear();
-  }
+  r.transport = transport::checkForcedKind(r.transport);  // "" = the best kind per peer
   r.algorithm = o.algorithm;
   if (r.algorithm == Algorithm::kAuto) {
     if (auto name = envString("BRAID_ALGO")) {

@@ -55,22 +55,28 @@ bool kindAvailable(Kind kind, std::string* why) {
   return backend == nullptr || backend->available(why);
 }
 
+std::string checkForcedKind(const std::string& name) {
+  if (name.empty() || name == "auto") return "";
+  Kind kind;
+  BRAID_ENFORCE(parseKind(name, &kind), ErrorCode::kInvalidUsage,
+                "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
+                name);
+  std::string why;
+  BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
+                "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}", name, why);
+  return name;
+}
+
 std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
                               const std::string& forced) {
   const int size = static_cast<int>(hosts.size());
   BRAID_ENFORCE(rank >= 0 && rank < size, ErrorCode::kInvalidUsage,
                 "transport: rank {} outside a world of size {}", rank, size);
   const Backend* force = nullptr;
-  if (!forced.empty()) {
+  if (!checkForcedKind(forced).empty()) {
     Kind kind;
-    BRAID_ENFORCE(parseKind(forced, &kind), ErrorCode::kInvalidUsage,
-                  "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
-                  forced);
+    parseKind(forced, &kind);
     force = findBackend(kind);
-    std::string why;
-    BRAID_ENFORCE(force->available(&why), ErrorCode::kInvalidUsage,
-                  "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}", forced,
-                  why);
   }
   const HostInfo local{hosts[rank]};
   std::vector<Kind> kinds(size, Kind::kSelf);
