@@ -61,6 +61,14 @@ TEST(ChooseKinds, UnknownNameIsAUsageError) {
   }
 }
 
+TEST(ChooseKinds, CheckForcedKind) {
+  EXPECT_EQ(checkForcedKind(""), "");
+  EXPECT_EQ(checkForcedKind("auto"), "");
+  EXPECT_EQ(checkForcedKind("tcp"), "tcp");
+  EXPECT_EQ(chooseKinds(0, kHosts, "auto"), chooseKinds(0, kHosts, ""));
+  EXPECT_THROW(checkForcedKind("self"), Error);
+}
+
 TEST(ChooseKinds, ParseKindKnowsTheHostBackendsOnly) {
   Kind kind;
   for (const char* name : {"shm", "tcp", "ucx"}) {
