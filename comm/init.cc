@@ -31,19 +31,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   ResolvedOptions r;
   r.timeoutSeconds = o.timeoutSeconds > 0 ? o.timeoutSeconds : defaultTimeoutSeconds();
   r.transport = o.transport.empty() ? envString("BRAID_TRANSPORT").value_or("") : o.transport;
-  if (!r.transport.empty() && r.transport != "auto") {
-    transport::Kind kind;
-    BRAID_ENFORCE(transport::parseKind(r.transport, &kind) && kind != transport::Kind::kSelf,
-                  ErrorCode::kInvalidUsage,
-                  "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
-                  r.transport);
-    std::string why;
-    BRAID_ENFORCE(transport::kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
-                  "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}",
-                  r.transport, why);
-  } else {
-    r.transport.clear();
-  }
+  r.transport = transport::checkForcedKind(r.transport);  // "" = the best kind per peer
   r.algorithm = o.algorithm;
   if (r.algorithm == Algorithm::kAuto) {
     if (auto name = envString("BRAID_ALGO")) {
@@ -114,7 +102,6 @@ void connectState(CommState& state, const std::string& prefix, const std::string
   config.secret = secret;
   config.advertiseAddress = address;
   config.timeoutSeconds = timeout;
-  config.peerKinds.resize(size);
   const Deadline hostDeadline = Deadline::after(timeout);
   // A peer's published value; a failure names the peer (it may have died during init).
   auto peerValue = [&](int q, const char* what) {
@@ -128,32 +115,9 @@ void connectState(CommState& state, const std::string& prefix, const std::string
     }
   };
   std::vector<std::string> hosts(size);  // host key per rank
-  for (int q = 0; q < size; ++q) {
-    if (q == rank) {
-      hosts[q] = host;
-      config.peerKinds[q] = transport::Kind::kSelf;
-      continue;
-    }
-    const std::string peerHost = peerValue(q, "host");
-    hosts[q] = peerHost;
-    const bool sameHost = peerHost == host;
-    if (state.options.transport == "tcp") {
-      config.peerKinds[q] = transport::Kind::kTcp;
-    } else if (state.options.transport == "ucx") {
-      config.peerKinds[q] = transport::Kind::kUcx;  // also on one host: tests and measurements
-    } else if (state.options.transport == "shm") {
-      BRAID_ENFORCE(sameHost, ErrorCode::kInvalidUsage,
-                    "rank {}: BRAID_TRANSPORT=shm, but peer rank {} is on another host ({} vs {})",
-                    rank, q, peerHost, host);
-      config.peerKinds[q] = transport::Kind::kShm;
-    } else {
-      // Best first: shm on one host; between hosts ucx when this build has it, else tcp.
-      static const bool haveUcx = transport::kindAvailable(transport::Kind::kUcx);
-      config.peerKinds[q] = sameHost  ? transport::Kind::kShm
-                            : haveUcx ? transport::Kind::kUcx
-                                      : transport::Kind::kTcp;
-    }
-  }
+  for (int q = 0; q < size; ++q) hosts[q] = q == rank ? host : peerValue(q, "host");
+  // The backend of each peer (BRAID_TRANSPORT forcing, else shm > ucx > tcp): transport's choice.
+  config.peerKinds = transport::chooseKinds(rank, hosts, state.options.transport);
   // Node of each rank: the index of the first rank with its host key, renumbered densely.
   state.nodeOf.assign(size, 0);
   std::map<std::string, int> nodeByHost;

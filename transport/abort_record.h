@@ -1,5 +1,6 @@
 // The abort state a connection-based transport (tcp, ucx) keeps: this rank's own abort, which its
-// progress thread sends to every peer, and the first abort a peer sent here.
+// progress thread sends to every peer, the first abort a peer sent here, and what a peer's end
+// (protocol error or lost connection) records and logs.
 #pragma once
 
 #include <atomic>
@@ -8,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <utility>
+
+#include "common/log.h"
 
 namespace braid::transport {
 
@@ -34,6 +37,20 @@ class AbortRecord {
   void recordPeer(int peer, const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!peer_) peer_ = std::make_pair(peer, reason);
+  }
+  /// What tcp and ucx do when a peer's connection ends (`transport` names which, for the log):
+  /// a protocol error becomes that peer's abort, "protocol error from rank P: why", with one
+  /// WARN line; a lost connection is one INFO line. `quiet` (the endpoint is being destroyed):
+  /// no log lines.
+  void peerGone(int rank, int peer, const char* transport, const std::string& why,
+                bool protocolError, bool quiet) {
+    if (protocolError) {
+      std::string text = fmt::format("protocol error from rank {}: {}", peer, why);
+      if (!quiet) BRAID_WARN("rank {}: {}: {}", rank, transport, text);
+      recordPeer(peer, text);
+    } else if (!quiet) {
+      BRAID_INFO("rank {}: {} connection to peer rank {} lost: {}", rank, transport, peer, why);
+    }
   }
   /// The first peer abort: {peer rank, reason}.
   std::optional<std::pair<int, std::string>> peer() const {

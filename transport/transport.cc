@@ -1,20 +1,28 @@
-// connect(): the composite endpoint that puts shm, tcp and ucx peers behind one Endpoint and one
-// doorbell (in this rank's shm inbox when it has one, else a private word the tcp and ucx progress
-// threads ring).
+// connect(): the composite endpoint that puts the backends' peers (transport/backend.h: shm,
+// ucx, tcp) behind one Endpoint and one doorbell (in this rank's shm inbox when it has one, else
+// a private word the tcp and ucx progress threads ring); the backend registry and the choice of
+// a backend per peer.
 #include "transport/transport.h"
 
 #include <atomic>
 
-#include "common/config.h"
 #include "common/log.h"
+#include "transport/backend.h"
 #include "transport/doorbell.h"
-#include "transport/shm/shm.h"
-#include "transport/tcp/tcp.h"
-#if BRAID_HAVE_UCX
-#include "transport/ucx/ucx.h"
-#endif
 
 namespace braid::transport {
+
+const std::vector<const Backend*>& backends() {
+  static const std::vector<const Backend*> all = {&shmBackend(), &ucxBackend(), &tcpBackend()};
+  return all;
+}
+
+const Backend* findBackend(Kind kind) {
+  for (const Backend* backend : backends()) {
+    if (backend->kind() == kind) return backend;
+  }
+  return nullptr;
+}
 
 const char* kindName(Kind kind) {
   switch (kind) {
@@ -33,28 +41,69 @@ const char* kindName(Kind kind) {
 }
 
 bool parseKind(const std::string& name, Kind* out) {
-  if (name == "shm") {
-    *out = Kind::kShm;
-  } else if (name == "tcp") {
-    *out = Kind::kTcp;
-  } else if (name == "ucx") {
-    *out = Kind::kUcx;
-  } else {
-    return false;
+  for (const Backend* backend : backends()) {
+    if (name == backend->name()) {
+      *out = backend->kind();
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
 bool kindAvailable(Kind kind, std::string* why) {
-  if (kind == Kind::kUcx && !BRAID_HAVE_UCX) {
-    if (why != nullptr) {
-      *why =
-          "this build has no UCX transport (configure found no UCX: apt-get install libucx-dev, "
-          "then reconfigure with BRAID_WITH_UCX=AUTO or ON)";
-    }
-    return false;
+  const Backend* backend = findBackend(kind);
+  return backend == nullptr || backend->available(why);
+}
+
+std::string checkForcedKind(const std::string& name) {
+  if (name.empty() || name == "auto") return "";
+  Kind kind;
+  BRAID_ENFORCE(parseKind(name, &kind), ErrorCode::kInvalidUsage,
+                "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
+                name);
+  std::string why;
+  BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
+                "transport '{}' (BRAID_TRANSPORT / --transport) is not available: {}", name, why);
+  return name;
+}
+
+std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
+                              const std::string& forced) {
+  const int size = static_cast<int>(hosts.size());
+  BRAID_ENFORCE(rank >= 0 && rank < size, ErrorCode::kInvalidUsage,
+                "transport: rank {} outside a world of size {}", rank, size);
+  const Backend* force = nullptr;
+  if (!checkForcedKind(forced).empty()) {
+    Kind kind;
+    parseKind(forced, &kind);
+    force = findBackend(kind);
   }
-  return true;
+  const HostInfo local{hosts[rank]};
+  std::vector<Kind> kinds(size, Kind::kSelf);
+  for (int q = 0; q < size; ++q) {
+    if (q == rank) continue;
+    const HostInfo peer{hosts[q]};
+    if (force != nullptr) {
+      // Forced: every peer that kind (ucx also on one host: tests and measurements).
+      BRAID_ENFORCE(force->canReach(local, peer), ErrorCode::kInvalidUsage,
+                    "rank {}: BRAID_TRANSPORT={}, but peer rank {} is on another host ({} vs {})",
+                    rank, force->name(), q, peer.host, local.host);
+      kinds[q] = force->kind();
+      continue;
+    }
+    // Best first: shm on one host; between hosts ucx when this build has it, else tcp.
+    const Backend* best = nullptr;
+    for (const Backend* backend : backends()) {
+      if (backend->available(nullptr) && backend->canReach(local, peer)) {
+        best = backend;
+        break;
+      }
+    }
+    BRAID_ENFORCE(best != nullptr, ErrorCode::kInvalidUsage,
+                  "rank {}: no transport reaches peer rank {} (host {})", rank, q, peer.host);
+    kinds[q] = best->kind();
+  }
+  return kinds;
 }
 
 namespace {
@@ -72,9 +121,9 @@ void validate(const EndpointConfig& c) {
                     "rank {}: transport connect: own peer kind is {}, not self", c.rank,
                     kindName(kind));
     } else {
-      BRAID_ENFORCE(
-          kind == Kind::kShm || kind == Kind::kTcp || kind == Kind::kUcx, ErrorCode::kInvalidUsage,
-          "rank {}: transport connect: peer rank {} has kind {}", c.rank, p, kindName(kind));
+      BRAID_ENFORCE(findBackend(kind) != nullptr, ErrorCode::kInvalidUsage,
+                    "rank {}: transport connect: peer rank {} has kind {}", c.rank, p,
+                    kindName(kind));
       std::string why;
       BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
                     "rank {}: transport connect: peer rank {} has kind {}, but {}", c.rank, p,
@@ -98,61 +147,37 @@ class CompositeEndpoint final : public Endpoint {
   explicit CompositeEndpoint(const EndpointConfig& config) : config_(config) {
     sends_.resize(static_cast<size_t>(config.size) * config.channels, nullptr);
     recvs_.resize(static_cast<size_t>(config.size) * config.channels, nullptr);
+    byPeer_.resize(config.size, nullptr);
   }
   ~CompositeEndpoint() override {
-#if BRAID_HAVE_UCX
-    ucx_.reset();  // joins the threads that ring the doorbell inside shm_'s inbox
-#endif
-    tcp_.reset();
-    shm_.reset();
+    // Last opened first: the threads that ring the doorbell inside the shm inbox end before it.
+    while (!parts_.empty()) parts_.pop_back();
   }
 
   void open(KeyValue& kv) {
     const EndpointConfig& c = config_;
     Deadline deadline = Deadline::after(c.timeoutSeconds);
-    bool anyShm = false, anyTcp = false, anyUcx = false;
-    for (int p = 0; p < c.size; ++p) {
-      anyShm |= c.peerKinds[p] == Kind::kShm;
-      anyTcp |= c.peerKinds[p] == Kind::kTcp;
-      anyUcx |= c.peerKinds[p] == Kind::kUcx;
-    }
     // Publish everything first, then wait for peers: no rank waits on a step another rank can
     // only take after its own wait.
-    if (anyShm) shm_ = std::make_unique<shm::ShmTransport>(c, kv);
-    if (anyTcp) tcp_ = std::make_unique<tcp::TcpTransport>(c, kv);
-#if BRAID_HAVE_UCX
-    if (anyUcx) ucx_ = std::make_unique<ucx::UcxTransport>(c, kv);
-#endif
-    doorbell_ = shm_ ? &shm_->doorbell() : &privateDoorbell_;
-    if (shm_) {
-      shm_->mapPeers(kv, deadline);
-      shm_->unlinkWhenMapped(kv, deadline);
+    for (const Backend* backend : backends()) {
+      bool used = false;
+      for (int p = 0; p < c.size; ++p) used |= c.peerKinds[p] == backend->kind();
+      if (!used) continue;
+      parts_.push_back(backend->open(c, kv));
+      if (Doorbell* own = parts_.back()->ownDoorbell()) doorbell_ = own;
     }
-    if (tcp_) {
-      tcp_->connectPeers(kv, deadline);
-      tcp_->start(doorbell_);
+    for (auto& part : parts_) {
+      part->connectPeers(kv, deadline);
+      part->start(doorbell_);
     }
-#if BRAID_HAVE_UCX
-    if (ucx_) {
-      ucx_->connectPeers(kv, deadline);
-      ucx_->start(doorbell_);
-    }
-#endif
-    (void)anyUcx;
-    for (int p = 0; p < c.size; ++p) {
-      for (int ch = 0; ch < c.channels && p != c.rank; ++ch) {
-        size_t i = static_cast<size_t>(p) * c.channels + ch;
-        if (c.peerKinds[p] == Kind::kShm) {
-          sends_[i] = &shm_->send(p, ch);
-          recvs_[i] = &shm_->recv(p, ch);
-#if BRAID_HAVE_UCX
-        } else if (c.peerKinds[p] == Kind::kUcx) {
-          sends_[i] = &ucx_->send(p, ch);
-          recvs_[i] = &ucx_->recv(p, ch);
-#endif
-        } else {
-          sends_[i] = &tcp_->send(p, ch);
-          recvs_[i] = &tcp_->recv(p, ch);
+    for (auto& part : parts_) {
+      for (int p = 0; p < c.size; ++p) {
+        if (p == c.rank || c.peerKinds[p] != part->kind()) continue;
+        byPeer_[p] = part.get();
+        for (int ch = 0; ch < c.channels; ++ch) {
+          size_t i = static_cast<size_t>(p) * c.channels + ch;
+          sends_[i] = &part->send(p, ch);
+          recvs_[i] = &part->recv(p, ch);
         }
       }
     }
@@ -183,53 +208,27 @@ class CompositeEndpoint final : public Endpoint {
 
   uint32_t prepareSleep() override { return prepareDoorbellSleep(*doorbell_); }
   void sleep(uint32_t ticket, Clock::time_point until) override {
-#if BRAID_HAVE_UCX
     // After the announcement and the caller's last check: a ring from here on ends the sleep.
-    if (ucx_) ucx_->beforeUserSleep();
-#endif
+    for (auto& part : parts_) part->beforeUserSleep();
     sleepOnDoorbell(*doorbell_, ticket, until);
   }
 
   bool peerAlive(int peer) override {
     checkPeer(peer, 0, true);
-    switch (config_.peerKinds[peer]) {
-      case Kind::kShm:
-        return shm_->peerAlive(peer);
-      case Kind::kTcp:
-        return tcp_->peerAlive(peer);
-      case Kind::kUcx:
-#if BRAID_HAVE_UCX
-        return ucx_->peerAlive(peer);
-#else
-        return false;
-#endif
-      case Kind::kCudaIpc:  // never a peer of a host endpoint (validate() refuses it)
-      case Kind::kSelf:
-        return true;
-    }
-    return true;
+    // Self, or (never) a kind validate() refuses: alive.
+    return byPeer_[peer] == nullptr || byPeer_[peer]->peerAlive(peer);
   }
 
   void signalAbort(const std::string& reason) override {
     if (aborted_.exchange(true)) return;
-    if (shm_) shm_->signalAbort(reason);
-    if (tcp_) tcp_->signalAbort(reason);
-#if BRAID_HAVE_UCX
-    if (ucx_) ucx_->signalAbort(reason);
-#endif
+    for (auto& part : parts_) part->signalAbort(reason);
     ringDoorbell(*doorbell_);  // a local sleeper (the communicator's thread) wakes up too
   }
 
   std::optional<std::pair<int, std::string>> peerAbort() override {
-    if (shm_) {
-      if (auto a = shm_->peerAbort()) return a;
+    for (auto& part : parts_) {
+      if (auto a = part->peerAbort()) return a;
     }
-    if (tcp_) {
-      if (auto a = tcp_->peerAbort()) return a;
-    }
-#if BRAID_HAVE_UCX
-    if (ucx_) return ucx_->peerAbort();
-#endif
     return std::nullopt;
   }
 
@@ -245,11 +244,8 @@ class CompositeEndpoint final : public Endpoint {
   EndpointConfig config_;
   Doorbell privateDoorbell_;
   Doorbell* doorbell_ = &privateDoorbell_;
-  std::unique_ptr<shm::ShmTransport> shm_;
-  std::unique_ptr<tcp::TcpTransport> tcp_;
-#if BRAID_HAVE_UCX
-  std::unique_ptr<ucx::UcxTransport> ucx_;
-#endif
+  std::vector<std::unique_ptr<BackendEndpoint>> parts_;  // registry order: shm, ucx, tcp
+  std::vector<BackendEndpoint*> byPeer_;                 // nullptr for self
   std::vector<SendChannel*> sends_;
   std::vector<RecvChannel*> recvs_;
   std::atomic<bool> aborted_{false};

@@ -45,6 +45,18 @@ bool parseKind(const std::string& name, Kind* out);
 /// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time). When not,
 /// *why (if given) receives a one-line reason.
 bool kindAvailable(Kind kind, std::string* why = nullptr);
+/// Checks a BRAID_TRANSPORT / --transport value: "" and "auto" give "" (the best kind per peer);
+/// an available kind's name is returned as is; anything else is kInvalidUsage ("unknown transport
+/// 'x' ...: choose shm, tcp or ucx", or "transport 'ucx' ... is not available: <why>").
+std::string checkForcedKind(const std::string& name);
+/// The kind of each of `rank`'s peers (kSelf for itself), given every rank's host key (equal
+/// for ranks that share memory). `forced` empty: the best backend that is available and reaches
+/// the peer (shm on one host; between hosts ucx when this build has it, else tcp); "auto" too.
+/// Else a kind name (BRAID_TRANSPORT, checked as checkForcedKind does) for every peer:
+/// kInvalidUsage when that kind cannot reach a peer (shm to another host), naming the peer and
+/// both hosts.
+std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
+                              const std::string& forced);
 
 /// The fixed-size header every message carries; opaque to the transport (comm encodes it).
 struct MessageMeta {

@@ -9,13 +9,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "braid/deadline.hpp"
+#include "tests/support/skip.h"
 #include "transport/transport.h"
 
 namespace braid::transport::testing {
@@ -322,6 +326,98 @@ inline void exchangeAll(Endpoint& ep, int messages, size_t slotBytes, double sec
 
 inline void expectOk(const std::vector<std::string>& errors) {
   for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+/// A fresh directory under /tmp (for FileKeyValue between forked ranks), removed at the end.
+struct TempDir {
+  TempDir() {
+    char pattern[] = "/tmp/braid-transport-kv-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = pattern;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string path;
+};
+
+/// A backend under test: its kind, and for ucx the UCX_TLS its contexts use.
+struct Backend {
+  Kind kind;
+  const char* tls = "";
+};
+inline constexpr Backend kShmBackend{Kind::kShm};
+inline constexpr Backend kTcpBackend{Kind::kTcp};
+inline constexpr Backend kUcxTcpBackend{Kind::kUcx, "tcp"};
+inline constexpr Backend kUcxSmBackend{Kind::kUcx, "sm,self"};
+
+/// "shm", "tcp", "ucx_tcp", "ucx_sm_self": a test-name part.
+inline std::string backendName(const Backend& backend) {
+  std::string name = kindName(backend.kind);
+  if (*backend.tls != '\0') name += std::string("_") + backend.tls;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
+/// Sets UCX_TLS for the UCX contexts this test creates (threads) or forks (children inherit it).
+inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); }
+
+/// For a test's SetUp: skips (with the reason) where the build lacks the backend, and sets
+/// UCX_TLS for ucx.
+#define USE_BACKEND(backend)                                                        \
+  do {                                                                              \
+    std::string why_;                                                               \
+    if (!kindAvailable((backend).kind, &why_)) BRAID_SKIP_MISSING(why_);            \
+    if (*(backend).tls != '\0') ::braid::transport::testing::useTls((backend).tls); \
+  } while (0)
+
+/// Rank 1 in a forked child, killed with SIGKILL once connected: rank 0 must see it dead within
+/// `seconds` (`abortCounts`: a peer abort counts as seeing it), stay so after the reap, post to
+/// it without an error or a hang, and destroy its endpoint in bounded time.
+inline void killedPeerIsSeenDead(const std::string& dir, Kind kind, double seconds,
+                                 bool abortCounts) {
+  const std::string jobId = uniqueJobId("death");
+  pid_t child = forkRank([&] {
+    FileKeyValue kv(dir);
+    auto ep = connect(makeConfig(1, 2, {kind, kind}, jobId), kv);
+    std::this_thread::sleep_for(std::chrono::seconds(20));  // bounded: the test kills it first
+    return 0;
+  });
+  ASSERT_GT(child, 0);
+  FileKeyValue kv(dir);
+  std::unique_ptr<Endpoint> ep;
+  try {
+    ep = connect(makeConfig(0, 2, {kind, kind}, jobId), kv);
+  } catch (const std::exception& e) {
+    kill(child, SIGKILL);
+    waitChild(child, 5);
+    FAIL() << e.what();
+  }
+  EXPECT_TRUE(ep->peerAlive(1));
+  // connect() returned here, so no inbox name is left, whatever the child does next.
+  EXPECT_TRUE(shmEntries("braid-" + jobId + "-").empty());
+  kill(child, SIGKILL);
+  auto start = Clock::now();
+  bool dead = false;
+  Deadline deadline = Deadline::after(seconds);
+  while (!deadline.expired() &&
+         !(dead = !ep->peerAlive(1) || (abortCounts && ep->peerAbort().has_value()))) {
+    uint32_t ticket = ep->prepareSleep();
+    ep->sleep(ticket, Clock::now() + std::chrono::milliseconds(20));
+  }
+  double millis = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  EXPECT_TRUE(dead) << "peer still alive after " << millis << " ms";
+  EXPECT_EQ(waitChild(child, 5), -SIGKILL);
+  EXPECT_FALSE(ep->peerAlive(1)) << "stays dead after the reap";
+  // Sending to it is no error and no hang; destroying is bounded.
+  if (void* slot = ep->send(1, 0).tryAcquire()) {
+    std::memset(slot, 1, 64);
+    ep->send(1, 0).post(64, MessageMeta{});
+  }
+  auto before = Clock::now();
+  ep.reset();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - before).count(), 3.0);
+  ::testing::Test::RecordProperty("death_ms", fmt::format("{:.1f}", millis));
 }
 
 }  // namespace braid::transport::testing

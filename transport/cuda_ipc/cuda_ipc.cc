@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "transport/cuda_ipc/control.h"
 #include "transport/cuda_ipc/record.h"
+#include "transport/process.h"
 
 namespace braid::transport::cuda_ipc {
 namespace {
@@ -29,21 +30,6 @@ void check(cudaError_t err, int rank, const char* call) {
     fail(ErrorCode::kCudaError, "rank {}: cuda_ipc: {} failed: {} ({})", rank, call,
          cudaGetErrorString(err), int(err));
   }
-}
-
-uint64_t pidNamespace() {
-  struct stat st {};
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
-
-bool processGone(uint64_t pid) {
-  if (pid == 0) return true;
-  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
 }
 
 std::string segmentName(const std::string& jobId) {
@@ -355,8 +341,7 @@ bool IpcEndpoint::peerAlive(int peer) {
   RankControl* r = layout_.rank(segment_, peer);
   if (atom(r->closing).load(std::memory_order_acquire) != 0) return false;
   if (peerSameProcess_.at(peer)) return true;
-  if (r->pidNamespace != 0 && r->pidNamespace != self()->pidNamespace) return true;
-  return !processGone(peerPids_[peer]);
+  return !processGone(peerPids_[peer], r->pidNamespace);  // another pid namespace: alive
 }
 
 void IpcEndpoint::signalAbort(const std::string& reason) {

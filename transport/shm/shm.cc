@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "transport/process.h"
 #include "transport/shm/ring.h"
 
 namespace braid::transport::shm {
@@ -45,25 +46,6 @@ std::string getPeerKey(KeyValue& kv, const std::string& key, Deadline deadline, 
     fail(e.code(), "rank {}: shm connect, waiting for peer rank {} to {}: {}", rank, peer, what,
          e.what());
   }
-}
-
-bool processGone(pid_t pid) {
-  if (pid <= 0) return true;
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  // A killed child stays a zombie until its parent reaps it; that counts as gone.
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string text;
-  std::getline(stat, text);
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= text.size()) return !stat.is_open();
-  char state = text[paren + 2];
-  return state == 'Z' || state == 'X';
-}
-
-// Identifies this process's pid namespace (0 when unknown).
-uint64_t pidNamespace() {
-  struct stat st {};
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
 // Inboxes are sparse, so creating them always works, but touching a page when /dev/shm is full
@@ -101,8 +83,7 @@ bool ShmTransport::removeStaleSegment(const std::string& name) {
     void* base = mmap(nullptr, sizeof(InboxHeader), PROT_READ, MAP_SHARED, fd, 0);
     if (base != MAP_FAILED) {
       auto* h = static_cast<const InboxHeader*>(base);
-      stale = h->magic == kMagic && h->pidNamespace == pidNamespace() &&
-              processGone(static_cast<pid_t>(h->pid));
+      stale = h->magic == kMagic && processGone(h->pid, h->pidNamespace);
       munmap(base, sizeof(InboxHeader));
     }
   }
@@ -310,12 +291,10 @@ bool ShmTransport::peerAlive(int peer) {
   if (dead_[peer]) return false;
   if (peers_[peer].base == nullptr) return true;
   const InboxHeader* h = header(peer);
-  // Another pid namespace (containers sharing /dev/shm): its pid cannot be checked from here,
+  // Another pid namespace (containers sharing /dev/shm): processGone() cannot check its pid,
   // so only the caller's timeout catches that peer's death.
-  if (h->pidNamespace != header(config_.rank)->pidNamespace) return true;
-  pid_t pid = static_cast<pid_t>(h->pid);
-  if (pid == getpid()) return true;  // ranks as threads of this process
-  bool dead = processGone(pid);
+  if (static_cast<pid_t>(h->pid) == getpid()) return true;  // ranks as threads of this process
+  bool dead = processGone(h->pid, h->pidNamespace);
   if (dead) dead_[peer] = true;
   return !dead;
 }

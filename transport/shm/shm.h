@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/backend.h"
 #include "transport/doorbell.h"
 #include "transport/transport.h"
 
@@ -24,28 +25,38 @@ class ShmRecvChannel;
 ///   unlinkWhenMapped(...)     unlinks this inbox and the shm peers' ones as soon as every rank
 ///                             that maps each of them announced it (whoever gets there first).
 /// The destructor unmaps everything and unlinks the inbox if that had not happened yet.
-class ShmTransport {
+class ShmTransport final : public BackendEndpoint {
  public:
   /// Throws kSystemError when the segment cannot be created, kInvalidUsage on a bad config.
   ShmTransport(const EndpointConfig& config, KeyValue& kv);
-  ~ShmTransport();
+  ~ShmTransport() override;
   ShmTransport(const ShmTransport&) = delete;
   ShmTransport& operator=(const ShmTransport&) = delete;
 
   void mapPeers(KeyValue& kv, Deadline deadline);
   void unlinkWhenMapped(KeyValue& kv, Deadline deadline);
 
+  // The BackendEndpoint (transport/backend.h): connectPeers = mapPeers + unlinkWhenMapped; start
+  // does nothing (peers ring this rank's doorbell directly).
+  Kind kind() const override { return Kind::kShm; }
+  Doorbell* ownDoorbell() override { return &doorbell(); }
+  void connectPeers(KeyValue& kv, Deadline deadline) override {
+    mapPeers(kv, deadline);
+    unlinkWhenMapped(kv, deadline);
+  }
+  void start(Doorbell*) override {}
+
   /// This rank's doorbell, in its inbox (peers ring it directly).
   Doorbell& doorbell();
   /// Valid after mapPeers() for every peer whose kind is kShm.
-  SendChannel& send(int peer, int channel);
-  RecvChannel& recv(int peer, int channel);
+  SendChannel& send(int peer, int channel) override;
+  RecvChannel& recv(int peer, int channel) override;
   /// False once the peer's process is gone (no such pid, or a zombie).
-  bool peerAlive(int peer);
+  bool peerAlive(int peer) override;
   /// Writes {rank, reason} into every shm peer's abort record (first writer wins) and rings them.
-  void signalAbort(const std::string& reason);
+  void signalAbort(const std::string& reason) override;
   /// The abort record of this rank's inbox, once a peer has written it.
-  std::optional<std::pair<int, std::string>> peerAbort();
+  std::optional<std::pair<int, std::string>> peerAbort() override;
 
   /// The segment name used for `rank` of job `jobId` (for tests that check /dev/shm).
   static std::string segmentName(const std::string& jobId, int rank);

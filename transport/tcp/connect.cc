@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "transport/tcp/link.h"
+#include "transport/tcp/channels.h"
 #include "transport/tcp/tcp.h"
 
 namespace braid::transport::tcp {

@@ -12,7 +12,7 @@
 #include <cerrno>
 
 #include "common/log.h"
-#include "transport/tcp/link.h"
+#include "transport/tcp/channels.h"
 #include "transport/tcp/tcp.h"
 
 namespace braid::transport::tcp {
@@ -362,20 +362,17 @@ void TcpTransport::progressLoop() {
     }
     int timeout = 0;
     if (idle >= kSpinPolls) {
-      progressSleeping_.store(1, std::memory_order_seq_cst);
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // Dekker with wakeProgress()
+      wake_.announceSleep();
       if (!hasLocalWork() && !stopping_.load()) timeout = kSleepMillis;
       if (stop) timeout = 10;
     }
     int n = epoll_wait(epollFd_, events, 64, timeout);
-    progressSleeping_.store(0, std::memory_order_relaxed);
+    wake_.endSleep();
     bool did = false;
     for (int i = 0; i < n; ++i) {
       uint64_t id = events[i].data.u64;
       if (id == UINT64_MAX) {
-        uint64_t value;
-        while (read(eventFd_, &value, sizeof value) > 0) {
-        }
+        wake_.drain();
         continue;
       }
       PeerLink& link = *links_[id];

@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,7 +21,7 @@
 #include <cerrno>
 
 #include "common/log.h"
-#include "transport/tcp/link.h"
+#include "transport/tcp/channels.h"
 
 namespace braid::transport::tcp {
 
@@ -76,30 +75,24 @@ TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
 
 TcpTransport::~TcpTransport() {
   stopping_.store(true);
-  if (eventFd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(eventFd_, &one, sizeof one);
-    (void)ignored;
-  }
+  wake_.kick();
   if (thread_.joinable()) thread_.join();
   for (auto& link : links_) {
     if (link && link->fd >= 0) close(link->fd);
   }
   if (listenFd_ >= 0) close(listenFd_);
   if (epollFd_ >= 0) close(epollFd_);
-  if (eventFd_ >= 0) close(eventFd_);
 }
 
 void TcpTransport::start(Doorbell* doorbell) {
   doorbell_ = doorbell;
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epollFd_ < 0) failErrno(fmt::format("rank {}: epoll_create1", config_.rank), errno);
-  eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (eventFd_ < 0) failErrno(fmt::format("rank {}: eventfd", config_.rank), errno);
+  wake_.open(fmt::format("rank {}: eventfd", config_.rank));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = UINT64_MAX;
-  epoll_ctl(epollFd_, EPOLL_CTL_ADD, eventFd_, &ev);
+  epoll_ctl(epollFd_, EPOLL_CTL_ADD, wake_.fd(), &ev);
   for (auto& link : links_) {
     if (!link) continue;
     ev.events = EPOLLIN;
@@ -124,14 +117,7 @@ bool TcpTransport::peerAlive(int peer) {
   return !links_[peer] || links_[peer]->alive.load(std::memory_order_acquire);
 }
 
-void TcpTransport::wakeProgress() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (progressSleeping_.load(std::memory_order_relaxed) != 0 && eventFd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(eventFd_, &one, sizeof one);
-    (void)ignored;
-  }
-}
+void TcpTransport::wakeProgress() { wake_.wake(); }
 
 void TcpTransport::flushSoon(PeerLink& link) {
   // Writing from the user thread saves a wake-up of the progress thread per message; when the
@@ -148,11 +134,7 @@ void TcpTransport::flushSoon(PeerLink& link) {
 
 void TcpTransport::signalAbort(const std::string& reason) {
   aborts_.requestOwn(reason);
-  if (eventFd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(eventFd_, &one, sizeof one);
-    (void)ignored;
-  }
+  wake_.kick();
 }
 
 std::optional<std::pair<int, std::string>> TcpTransport::peerAbort() { return aborts_.peer(); }
@@ -163,14 +145,8 @@ void TcpTransport::recordAbort(int peer, const std::string& reason) {
 
 void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protocolError) {
   if (!link.alive.exchange(false)) return;  // the user thread may get here too (inline flush)
-  if (protocolError) {
-    std::string text = fmt::format("protocol error from rank {}: {}", link.rank, why);
-    if (!stopping_.load()) BRAID_WARN("rank {}: {}", config_.rank, text);
-    recordAbort(link.rank, text);
-    shutdown(link.fd, SHUT_RDWR);
-  } else if (!stopping_.load()) {
-    BRAID_INFO("rank {}: tcp connection to peer rank {} lost: {}", config_.rank, link.rank, why);
-  }
+  aborts_.peerGone(config_.rank, link.rank, "tcp", why, protocolError, stopping_.load());
+  if (protocolError) shutdown(link.fd, SHUT_RDWR);
   epoll_ctl(epollFd_, EPOLL_CTL_DEL, link.fd, nullptr);
   if (doorbell_ != nullptr) ringDoorbell(*doorbell_);
 }

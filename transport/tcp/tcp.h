@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "transport/abort_record.h"
+#include "transport/backend.h"
 #include "transport/doorbell.h"
+#include "transport/progress_wake.h"
 #include "transport/transport.h"
 
 namespace braid::transport::tcp {
@@ -26,24 +28,25 @@ struct PeerLink;
 ///   connectPeers(kv, deadline) connects to higher ranks, accepts lower ranks (handshake checked);
 ///   start(doorbell)           starts the progress thread, which rings `doorbell` on arrivals.
 /// The destructor flushes what was posted (bounded), closes the sockets and joins the thread.
-class TcpTransport {
+class TcpTransport final : public BackendEndpoint {
  public:
   TcpTransport(const EndpointConfig& config, KeyValue& kv);
-  ~TcpTransport();
+  ~TcpTransport() override;
+  Kind kind() const override { return Kind::kTcp; }
   TcpTransport(const TcpTransport&) = delete;
   TcpTransport& operator=(const TcpTransport&) = delete;
 
-  void connectPeers(KeyValue& kv, Deadline deadline);
-  void start(Doorbell* doorbell);
+  void connectPeers(KeyValue& kv, Deadline deadline) override;
+  void start(Doorbell* doorbell) override;
 
-  SendChannel& send(int peer, int channel);
-  RecvChannel& recv(int peer, int channel);
+  SendChannel& send(int peer, int channel) override;
+  RecvChannel& recv(int peer, int channel) override;
   /// False once the peer's connection closed, reset, or broke the protocol.
-  bool peerAlive(int peer);
+  bool peerAlive(int peer) override;
   /// Queues an abort frame to every tcp peer; safe from any thread.
-  void signalAbort(const std::string& reason);
+  void signalAbort(const std::string& reason) override;
   /// The first abort a tcp peer sent (or a protocol error a peer committed).
-  std::optional<std::pair<int, std::string>> peerAbort();
+  std::optional<std::pair<int, std::string>> peerAbort() override;
 
   /// Wakes the progress thread if it sleeps.
   void wakeProgress();
@@ -68,14 +71,13 @@ class TcpTransport {
   EndpointConfig config_;
   int listenFd_ = -1;
   int epollFd_ = -1;
-  int eventFd_ = -1;
+  ProgressWake wake_;  // user threads wake the progress thread through it
   std::vector<std::unique_ptr<PeerLink>> links_;  // by rank; null for non-tcp peers
   std::vector<std::unique_ptr<TcpSendChannel>> sends_;
   std::vector<std::unique_ptr<TcpRecvChannel>> recvs_;
   Doorbell* doorbell_ = nullptr;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  alignas(64) std::atomic<uint32_t> progressSleeping_{0};
   bool abortQueued_ = false;  // progress thread only
   AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
 };

@@ -246,13 +246,7 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
 void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protocolError) {
   if (peer.reason.empty()) peer.reason = why;
   if (!peer.alive.exchange(false)) return;
-  if (protocolError) {
-    std::string text = fmt::format("protocol error from rank {}: {}", peer.rank, why);
-    if (!stopping_.load()) BRAID_WARN("rank {}: ucx: {}", config_.rank, text);
-    recordAbort(peer.rank, text);
-  } else if (!stopping_.load()) {
-    BRAID_INFO("rank {}: ucx connection to peer rank {} lost: {}", config_.rank, peer.rank, why);
-  }
+  aborts_.peerGone(config_.rank, peer.rank, "ucx", why, protocolError, stopping_.load());
   ring();
 }
 
@@ -326,14 +320,10 @@ void UcxTransport::waitForEvents(int timeoutMillis, std::mutex* workerLock) {
   }
   // UCS_ERR_BUSY: events are pending, progress again instead of sleeping.
   if (status == UCS_ERR_BUSY) return;
-  pollfd fds[2] = {{eventFd_, POLLIN, 0}, {workerFd_, POLLIN, 0}};
+  pollfd fds[2] = {{wake_.fd(), POLLIN, 0}, {workerFd_, POLLIN, 0}};
   // Without a working event fd, sleep in short steps instead.
   int n = poll(fds, status == UCS_OK ? 2 : 1, status == UCS_OK ? timeoutMillis : 1);
-  if (n > 0 && (fds[0].revents & POLLIN)) {
-    uint64_t value;
-    while (read(eventFd_, &value, sizeof value) > 0) {
-    }
-  }
+  if (n > 0 && (fds[0].revents & POLLIN)) wake_.drain();
 }
 
 void UcxTransport::progressLoop() {
@@ -361,15 +351,14 @@ void UcxTransport::progressLoop() {
       continue;
     }
     if (now - lastActivity < kSpin) continue;
-    progressSleeping_.store(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // Dekker with wakeProgress()
+    wake_.announceSleep();
     bool work;
     {
       std::lock_guard<std::mutex> lock(workerMutex_);
       work = hasLocalWork();
     }
     if (!work && !stopping_.load()) waitForEvents(kSleepMillis, &workerMutex_);
-    progressSleeping_.store(0, std::memory_order_relaxed);
+    wake_.endSleep();
     lastActivity = Clock::now();
   }
 }
@@ -450,10 +439,7 @@ void UcxTransport::cleanup() {
     ucp_cleanup(context_);
     context_ = nullptr;
   }
-  if (eventFd_ >= 0) {
-    close(eventFd_);
-    eventFd_ = -1;
-  }
+  wake_.close();
 }
 
 }  // namespace braid::transport::ucx

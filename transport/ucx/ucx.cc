@@ -11,7 +11,6 @@
 #include "transport/ucx/ucx.h"
 
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "transport/process.h"
 #include "transport/ucx/channels.h"
 
 namespace braid::transport::ucx {
@@ -56,11 +56,6 @@ bool fromHex(const std::string& text, std::string* out) {
   return true;
 }
 
-uint64_t pidNamespace() {
-  struct stat st {};
-  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
-
 // Hostname plus boot id: equal only for processes on one running kernel.
 uint64_t hostId() {
   char name[256] = {};
@@ -71,19 +66,6 @@ uint64_t hostId() {
   std::getline(boot, id);
   text += "/" + id;
   return std::hash<std::string>{}(text);
-}
-
-bool processGone(pid_t pid) {
-  if (pid <= 0) return true;
-  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
-  // A killed child stays a zombie until its parent reaps it; that counts as gone.
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string text;
-  std::getline(stat, text);
-  size_t paren = text.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= text.size()) return !stat.is_open();
-  char state = text[paren + 2];
-  return state == 'Z' || state == 'X';
 }
 
 ucs_status_t controlCallback(void* arg, const void* header, size_t headerBytes, void* data,
@@ -144,8 +126,7 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_worker_get_efd failed: {}", rank,
            ucs_status_string(status));
     }
-    eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (eventFd_ < 0) failErrno(fmt::format("rank {}: ucx: eventfd", rank), errno);
+    wake_.open(fmt::format("rank {}: ucx: eventfd", rank));
     ucp_am_handler_param_t handler{};
     handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                          UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -198,11 +179,7 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
 
 UcxTransport::~UcxTransport() {
   stopping_.store(true);
-  if (eventFd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(eventFd_, &one, sizeof one);
-    (void)ignored;
-  }
+  wake_.kick();
   if (thread_.joinable()) thread_.join();
   cleanup();
 }
@@ -311,7 +288,7 @@ bool UcxTransport::peerAlive(int peer) {
   if (!state->alive.load(std::memory_order_acquire)) return false;
   // Peers on this host use UCP_ERR_HANDLING_MODE_NONE (UCX's shared memory transports cannot
   // report failures): the kernel says whether the process is gone.
-  if (state->checkPid && processGone(static_cast<pid_t>(state->pid))) {
+  if (state->checkPid && processGone(static_cast<uint64_t>(state->pid), pidNamespace_)) {
     drainWorker();
     state->alive.store(false, std::memory_order_release);
     return false;
@@ -336,14 +313,7 @@ void UcxTransport::drainWorker() {
   userTouched_.store(true, std::memory_order_relaxed);
 }
 
-void UcxTransport::wakeProgress() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (progressSleeping_.load(std::memory_order_relaxed) != 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(eventFd_, &one, sizeof one);
-    (void)ignored;
-  }
-}
+void UcxTransport::wakeProgress() { wake_.wake(); }
 
 void UcxTransport::flushSoon(PeerState& peer, int channel) {
   // The progress thread holds the mutex only for one bounded batch of progress calls, so waiting
@@ -360,7 +330,7 @@ void UcxTransport::pollSoon() {
   // Only while the progress thread sleeps: then a waiting user sees an arrival without a thread
   // switch; while it runs, it progresses anyway and a second poller only contends (and burns the
   // cores the peers need).
-  if (progressSleeping_.load(std::memory_order_relaxed) == 0) return;
+  if (!wake_.sleeping()) return;
   // A progress call that costs system calls (UCX over tcp: epoll per interface) is made only on
   // every 32nd call here: a spinning user would otherwise take the cores its peers need. Over
   // shared memory a call is a few loads, and every call polls.
@@ -386,11 +356,7 @@ void UcxTransport::beforeUserSleep() {
 
 void UcxTransport::signalAbort(const std::string& reason) {
   aborts_.requestOwn(reason);
-  if (eventFd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t ignored = write(eventFd_, &one, sizeof one);
-    (void)ignored;
-  }
+  wake_.kick();
 }
 
 std::optional<std::pair<int, std::string>> UcxTransport::peerAbort() { return aborts_.peer(); }

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "transport/abort_record.h"
+#include "transport/backend.h"
 #include "transport/doorbell.h"
+#include "transport/progress_wake.h"
 #include "transport/transport.h"
 
 namespace braid::transport::ucx {
@@ -41,26 +43,27 @@ struct RecvSlot;
 /// mode): the constructing thread until start(); then whoever holds workerMutex_: the progress
 /// thread, or a user thread that got it with try_lock to send, release or poll without a thread
 /// switch; then the destructor after the join. "Worker owner" below means that thread.
-class UcxTransport {
+class UcxTransport final : public BackendEndpoint {
  public:
   UcxTransport(const EndpointConfig& config, KeyValue& kv);
-  ~UcxTransport();
+  ~UcxTransport() override;
+  Kind kind() const override { return Kind::kUcx; }
   UcxTransport(const UcxTransport&) = delete;
   UcxTransport& operator=(const UcxTransport&) = delete;
 
-  void connectPeers(KeyValue& kv, Deadline deadline);
-  void start(Doorbell* doorbell);
+  void connectPeers(KeyValue& kv, Deadline deadline) override;
+  void start(Doorbell* doorbell) override;
 
-  SendChannel& send(int peer, int channel);
-  RecvChannel& recv(int peer, int channel);
+  SendChannel& send(int peer, int channel) override;
+  RecvChannel& recv(int peer, int channel) override;
   /// False once UCX reported the peer's endpoint failed, the peer broke the protocol, or (same
   /// host and pid namespace) its process is gone; in that last case only after what it sent
   /// before it went has arrived.
-  bool peerAlive(int peer);
+  bool peerAlive(int peer) override;
   /// Sends an abort message to every ucx peer (from the progress thread); safe from any thread.
-  void signalAbort(const std::string& reason);
+  void signalAbort(const std::string& reason) override;
   /// The first abort a ucx peer sent (or a protocol error a peer committed).
-  std::optional<std::pair<int, std::string>> peerAbort();
+  std::optional<std::pair<int, std::string>> peerAbort() override;
 
   /// Wakes the progress thread if it sleeps (after a post or release by the user).
   void wakeProgress();
@@ -72,7 +75,7 @@ class UcxTransport {
   void pollSoon();
   /// The endpoint's sleep() calls this: a user thread that drove the worker since the
   /// progress thread last armed it wakes that thread, so no UCX work is left unannounced.
-  void beforeUserSleep();
+  void beforeUserSleep() override;
 
   // Called from UCX callbacks on the thread that owns the worker.
   void onSendDone(SendSlot& slot, ucs_status_t status);
@@ -98,7 +101,7 @@ class UcxTransport {
   bool flushChannel(PeerState& peer, int channel);
   bool hasLocalWork();
   void progressLoop();
-  /// Arms the worker (holding *workerLock if given) and polls its event fd and eventFd_.
+  /// Arms the worker (holding *workerLock if given) and polls its event fd and wake_.
   void waitForEvents(int timeoutMillis, std::mutex* workerLock);
   void markDead(PeerState& peer, const std::string& why, bool protocolError);
   void recordAbort(int peer, const std::string& reason);
@@ -108,7 +111,7 @@ class UcxTransport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int workerFd_ = -1;  // ucp_worker_get_efd; owned by UCX
-  int eventFd_ = -1;   // user threads wake the progress thread through it
+  ProgressWake wake_;  // user threads wake the progress thread through it
   std::string tls_;    // UCX_TLS as seen at start, for messages
   std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ucx peers
   std::vector<std::unique_ptr<UcxSendChannel>> sends_;
@@ -123,7 +126,6 @@ class UcxTransport {
   int pollSkip_ = 0;                      // pollSoon(): calls to skip (user thread only)
   std::thread thread_;
   std::atomic<bool> stopping_{false};
-  alignas(64) std::atomic<uint32_t> progressSleeping_{0};
   bool abortQueued_ = false;  // worker owner only
   AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
 };
