@@ -157,10 +157,10 @@ class ShmSendChannel final : public SendChannel {
 
   void post(size_t bytes, const MessageMeta& meta) override {
     BRAID_ENFORCE(bytes <= ring_.slotBytes, ErrorCode::kInvalidUsage,
-                  "shm post to peer {}: {} bytes exceed the slot size {}", ring_.peer, bytes,
+                  "shm post to peer rank {}: {} bytes exceed the slot size {}", ring_.peer, bytes,
                   ring_.slotBytes);
     BRAID_ENFORCE(sent_ - consumed_ < ring_.k, ErrorCode::kInvalidUsage,
-                  "shm post to peer {} without a slot from tryAcquire()", ring_.peer);
+                  "shm post to peer rank {} without a slot from tryAcquire()", ring_.peer);
     SlotHeader* slot = ring_.slot(sent_);
     slot->size = bytes;
     slot->meta = meta;
@@ -190,8 +190,8 @@ class ShmRecvChannel final : public RecvChannel {
     if (atom(slot->seq).load(std::memory_order_acquire) != head_ + 1) return nullptr;
     size_t size = slot->size;
     BRAID_ENFORCE(size <= ring_.slotBytes, ErrorCode::kRemoteError,
-                  "shm recv from peer {}: message of {} bytes exceeds the slot size {}", ring_.peer,
-                  size, ring_.slotBytes);
+                  "shm recv from peer rank {}: message of {} bytes exceeds the slot size {}",
+                  ring_.peer, size, ring_.slotBytes);
     if (bytes != nullptr) *bytes = size;
     if (meta != nullptr) *meta = slot->meta;
     return reinterpret_cast<char*>(slot) + kSlotHeaderBytes;
@@ -200,7 +200,7 @@ class ShmRecvChannel final : public RecvChannel {
   void release() override {
     SlotHeader* slot = ring_.slot(head_);
     BRAID_ENFORCE(atom(slot->seq).load(std::memory_order_acquire) == head_ + 1,
-                  ErrorCode::kInvalidUsage, "shm release from peer {} with no message peeked",
+                  ErrorCode::kInvalidUsage, "shm release from peer rank {} with no message peeked",
                   ring_.peer);
     ++head_;
     atom(*ring_.control).store(head_, std::memory_order_release);

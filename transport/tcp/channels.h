@@ -79,11 +79,11 @@ class TcpSendChannel final : public SendChannel {
   void post(size_t bytes, const MessageMeta& meta) override {
     uint64_t p = posted_.load(std::memory_order_relaxed);
     BRAID_ENFORCE(bytes <= slotBytes_, ErrorCode::kInvalidUsage,
-                  "tcp post to peer {}: {} bytes exceed the slot size {}", peer_, bytes,
+                  "tcp post to peer rank {}: {} bytes exceed the slot size {}", peer_, bytes,
                   slotBytes_);
     BRAID_ENFORCE(buffer_ && p - credited_.load(std::memory_order_acquire) < k_,
-                  ErrorCode::kInvalidUsage, "tcp post to peer {} without a slot from tryAcquire()",
-                  peer_);
+                  ErrorCode::kInvalidUsage,
+                  "tcp post to peer rank {} without a slot from tryAcquire()", peer_);
     info_[p % k_] = {bytes, meta};
     posted_.store(p + 1, std::memory_order_release);
     owner_->flushSoon(*link_);
@@ -129,7 +129,7 @@ class TcpRecvChannel final : public RecvChannel {
   void release() override {
     uint64_t r = released_.load(std::memory_order_relaxed);
     BRAID_ENFORCE(r < arrived_.load(std::memory_order_acquire), ErrorCode::kInvalidUsage,
-                  "tcp release from peer {} with no message peeked", peer_);
+                  "tcp release from peer rank {} with no message peeked", peer_);
     released_.store(r + 1, std::memory_order_release);
     if (r + 1 - creditsSent_.load(std::memory_order_relaxed) >= creditBatch_) {
       owner_->flushSoon(*link_);

@@ -86,11 +86,11 @@ class UcxSendChannel final : public SendChannel {
   void post(size_t bytes, const MessageMeta& meta) override {
     uint64_t p = posted_.load(std::memory_order_relaxed);
     BRAID_ENFORCE(bytes <= slotBytes_, ErrorCode::kInvalidUsage,
-                  "ucx post to peer {} channel {}: {} bytes exceed the slot size {}", peer(),
+                  "ucx post to peer rank {} channel {}: {} bytes exceed the slot size {}", peer(),
                   channel_, bytes, slotBytes_);
     BRAID_ENFORCE(
         buffer_ && p - credited_.load(std::memory_order_acquire) < k_, ErrorCode::kInvalidUsage,
-        "ucx post to peer {} channel {} without a slot from tryAcquire()", peer(), channel_);
+        "ucx post to peer rank {} channel {} without a slot from tryAcquire()", peer(), channel_);
     auto* header = reinterpret_cast<SlotHeader*>(slot(p));
     header->meta = meta;
     header->bytes = bytes;
@@ -157,7 +157,8 @@ class UcxRecvChannel final : public RecvChannel {
   void release() override {
     uint64_t r = released_.load(std::memory_order_relaxed);
     BRAID_ENFORCE(r < arrived_.load(std::memory_order_acquire), ErrorCode::kInvalidUsage,
-                  "ucx release from peer {} channel {} with no message peeked", peer(), channel_);
+                  "ucx release from peer rank {} channel {} with no message peeked", peer(),
+                  channel_);
     released_.store(r + 1, std::memory_order_release);
     owner_->flushSoon(*peerState_, channel_);
   }
