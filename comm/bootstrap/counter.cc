@@ -13,7 +13,12 @@ bool addToCounter(const std::string& text, int64_t delta, int64_t* sum, std::str
       return false;
     }
   }
-  *sum = current + delta;
+  // Any client holding the job secret picks both operands: a wrap would be undefined behaviour.
+  if (__builtin_add_overflow(current, delta, sum)) {
+    *why = "adding " + std::to_string(delta) + " to " + std::to_string(current) +
+           " overflows a 64-bit integer";
+    return false;
+  }
   return true;
 }
 
