@@ -81,7 +81,7 @@ int intField(const Where& at, const std::map<std::string, std::string>& f, const
   auto it = f.find(key);
   if (it == f.end()) return fallback;
   auto v = text::parseInt(it->second);
-  if (!v || *v < min || *v > (1 << 24)) {
+  if (!v || *v < min || *v > text::kMaxCount) {
     bad(at, key, "'{}' is not an integer >= {}", it->second, min);
   }
   return static_cast<int>(*v);
