@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (args.minBytes > args.maxBytes) broken("minBytes > maxBytes");
     if (args.stepFactor <= 1 && args.stepBytes == 0) broken("a sweep that does not move");
     // A factor sweep has at most 64 sizes; a step sweep is listed when it is short.
-    const bool shortSweep = args.stepFactor > 1 || (args.maxBytes - args.minBytes) / args.stepBytes < 4096;
+    const bool shortSweep =
+        args.stepFactor > 1 || (args.maxBytes - args.minBytes) / args.stepBytes < 4096;
     if (shortSweep) {
       const std::vector<uint64_t> sizes = args.sizes();
       if (sizes.empty() || sizes.front() != args.minBytes || sizes.back() > args.maxBytes) {

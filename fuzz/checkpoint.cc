@@ -3,14 +3,15 @@
 //   even: as a file on disk, whole (magic, version, length and checksum checked first).
 //   odd:  as a checkpoint body: magic, version, length and checksum are set right before decoding,
 //         so the fields behind them get fuzzed too (random bytes never pass an FNV-1a check).
-// What decodes must re-encode to bytes that decode to the same encoding. braid::Error (kInvalidUsage
-// for a corrupt file) is the refusal braid promises; anything else is a finding.
+// What decodes must re-encode to bytes that decode to the same encoding. braid::Error
+// (kInvalidUsage for a corrupt file) is the refusal braid promises; anything else is a finding.
+#include "trainer/train/checkpoint.h"
+
 #include <cstring>
 #include <vector>
 
 #include "common/error.h"
 #include "fuzz/fixture.h"
-#include "trainer/train/checkpoint.h"
 
 namespace trainer = braid::trainer;
 using braid::fuzz::broken;

@@ -39,7 +39,8 @@ std::string raw(const T& value) {
   return std::string(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-std::string storeHello(uint32_t magic, uint32_t version, uint32_t world, const std::string& secret) {
+std::string storeHello(uint32_t magic, uint32_t version, uint32_t world,
+                       const std::string& secret) {
   wire::Writer w;
   w.u32(magic);
   w.u32(version);
@@ -52,12 +53,15 @@ void bootstrapSeeds() {
   const std::string t = "bootstrap_wire";
   seed(t, "hello", mode(0, storeHello(wire::kMagic, wire::kVersion, 4, "admission-secret-42")));
   seed(t, "hello_bytewise", mode(4, storeHello(wire::kMagic, wire::kVersion, 0, "")));
-  seed(t, "hello_then_frame", mode(0, storeHello(wire::kMagic, wire::kVersion, 2, "s") +
-                                          wire::encodeRequest({wire::Op::kGet, 5, 0, {"k"}})));
+  seed(t, "hello_then_frame",
+       mode(0, storeHello(wire::kMagic, wire::kVersion, 2, "s") +
+                   wire::encodeRequest({wire::Op::kGet, 5, 0, {"k"}})));
   seed(t, "hello_bad_magic", mode(0, storeHello(0x47455420, wire::kVersion, 4, "GET /")));
-  seed(t, "hello_long_secret", mode(0, storeHello(wire::kMagic, wire::kVersion, 4,
-                                                  std::string(wire::kMaxSecretBytes + 1, 's'))));
-  std::string session = wire::encodeRequest({wire::Op::kSet, 0, 0, {"rank0/addr", "10.0.0.1:29500"}});
+  seed(t, "hello_long_secret",
+       mode(0, storeHello(wire::kMagic, wire::kVersion, 4,
+                          std::string(wire::kMaxSecretBytes + 1, 's'))));
+  std::string session =
+      wire::encodeRequest({wire::Op::kSet, 0, 0, {"rank0/addr", "10.0.0.1:29500"}});
   session += wire::encodeRequest({wire::Op::kAdd, 0, 1, {"barrier/0"}});
   session += wire::encodeRequest({wire::Op::kAdd, 0, -3, {"barrier/0"}});
   session += wire::encodeRequest({wire::Op::kGet, 30000, 0, {"rank0/addr"}});
@@ -127,8 +131,7 @@ void ucxSeeds() {
   hello.secretBytes = static_cast<uint32_t>(std::strlen(fz::kSecret));
   hello.pid = 4242;
   hello.hostId = 0x1234;
-  seed(t, "hello", mode(0, control(ucx::kHello, 1, 0, 0,
-                                   raw(hello) + fz::kJob + fz::kSecret)));
+  seed(t, "hello", mode(0, control(ucx::kHello, 1, 0, 0, raw(hello) + fz::kJob + fz::kSecret)));
   seed(t, "hello_short", mode(0, control(ucx::kHello, 1, 0, 0, raw(hello))));
   seed(t, "credit", mode(0, control(ucx::kCredit, 2, 1, fz::kPosted, "")));
   seed(t, "credit_beyond", mode(0, control(ucx::kCredit, 2, 1, fz::kPosted + 1, "")));
@@ -206,7 +209,13 @@ void benchSeeds() {
   seed(t, "everything",
        "-r all -z 1 -a 2 -c 0 -J out.json --algo ring --transport tcp --baseline none --seed 7 "
        "-t 1 -m 1 -p 0 -G 0 -C 1");
-  seed(t, "nul_separated", std::string("-b\0" "64K\0" "-e8M\0" "-f\0" "0x10", 20));
+  seed(t, "nul_separated",
+       std::string("-b\0"
+                   "64K\0"
+                   "-e8M\0"
+                   "-f\0"
+                   "0x10",
+                   20));
   seed(t, "help", "-h --help");
   seed(t, "bad_value", "-b 8 -e 4 -n 0");
 }

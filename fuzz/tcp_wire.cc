@@ -73,7 +73,7 @@ void frames(const char* data, size_t size) {
       }
       dst = link.slots[c].get() + (link.arrived[c] % fz::kSlots) * fz::kSlotBytes;
     }
-    if (size < h.length) return;  // the rest never arrives
+    if (size < h.length) return;       // the rest never arrives
     std::memcpy(dst, data, h.length);  // what readIn() recv()s into dst
     data += h.length;
     size -= h.length;

@@ -30,8 +30,8 @@ def main():
     p.add_argument("--artifacts", required=True)
     a = p.parse_args()
     if a.missing:
-        braid_skip.skip_missing(f"{a.missing} (apt-get install clang libclang-rt-dev, then "
-                                "reconfigure)")
+        test = "fuzz." + os.path.basename(os.path.normpath(a.corpus))
+        braid_skip.skip_missing(a.missing, test=test)
     name = os.path.basename(a.binary)
     os.makedirs(a.artifacts, exist_ok=True)
     env = dict(os.environ)
