@@ -39,7 +39,14 @@ def main():
     with tempfile.TemporaryDirectory(prefix=f"{name}-") as new:
         cmd = [a.binary, f"-max_total_time={a.seconds}", f"-timeout={HANG_SECONDS}",
                "-rss_limit_mb=2048", "-print_final_stats=1",
-               f"-artifact_prefix={os.path.join(a.artifacts, name)}-", new, a.corpus]
+               f"-artifact_prefix={os.path.join(a.artifacts, name)}-"]
+        # fuzz/<target>.dict, where there is one: the format's words, for the mutator.
+        corpus = os.path.normpath(a.corpus)  # fuzz/corpus/<target>
+        words = os.path.join(os.path.dirname(os.path.dirname(corpus)),
+                             os.path.basename(corpus) + ".dict")
+        if os.path.exists(words):
+            cmd.append(f"-dict={words}")
+        cmd += [new, a.corpus]
         print(" ".join(cmd), flush=True)
         try:
             r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
