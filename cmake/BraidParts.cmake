@@ -3,7 +3,7 @@
 # tools/quickstart asks for every part whose dependencies tools/install-deps provides as ON, so a
 # new machine never loses one silently. braid_report_parts() prints one line with every part's
 # state and writes it to braid-parts.txt for the suite.parts test.
-set(BRAID_PARTS CUDA UCX MPI HWLOC TORCH TORCH2 TRAINER)
+set(BRAID_PARTS CUDA UCX MPI HWLOC TORCH TORCH2 TRAINER FUZZ)
 set(_braid_part_doc_CUDA "device kernels, the CUDA IPC transport and DeviceCommunicator (nvcc)")
 set(_braid_part_doc_UCX "the UCX transport between hosts (libucx-dev)")
 set(_braid_part_doc_MPI "the MPI bootstrap and the bench's MPI baseline (libopenmpi-dev)")
@@ -11,6 +11,7 @@ set(_braid_part_doc_HWLOC "hwloc topology discovery (libhwloc-dev)")
 set(_braid_part_doc_TORCH "braid_torch, the PyTorch backend (python3-torch libtorch-dev)")
 set(_braid_part_doc_TORCH2 "braid_torch for PyTorch 2.x (BRAID_TORCH2_PYTHON, a venv from tools/torch2-env)")
 set(_braid_part_doc_TRAINER "braid-train and its layers (libopenblas-dev libdnnl-dev libcli11-dev)")
+set(_braid_part_doc_FUZZ "libFuzzer targets of braid's parsers, fuzz/ (clang libclang-rt-dev)")
 foreach(_part ${BRAID_PARTS})
   set(BRAID_WITH_${_part} AUTO CACHE STRING "Build ${_braid_part_doc_${_part}}: AUTO|ON|OFF")
   set_property(CACHE BRAID_WITH_${_part} PROPERTY STRINGS AUTO ON OFF)

@@ -16,9 +16,13 @@ constexpr const char* kMagic = "braid-rank/1";
   fail(ErrorCode::kInvalidUsage, "rank descriptor: field '{}': '{}' {}", field, value, why);
 }
 
-int toInt(const std::string& field, const std::string& value) {
+// Indices (numa, gpu) are >= -1 (none or unknown), counts >= 0 (0 unknown), as in the topology
+// file (graph_file.cc), which a graph built from descriptors is dumped to.
+int toInt(const std::string& field, const std::string& value, int min = -1) {
   auto v = text::parseInt(value);
-  if (!v || *v < -1 || *v > (1 << 30)) bad(field, value, "is not an integer");
+  if (!v || *v < min || *v > text::kMaxCount) {
+    bad(field, value, min < 0 ? "is not an integer >= -1" : "is not a count");
+  }
   return static_cast<int>(*v);
 }
 
@@ -117,19 +121,19 @@ RankDescriptor parseDescriptor(const std::string& line) {
     } else if (key == "gpu") {
       d.gpu = toInt(key, *value);
     } else if (key == "packages") {
-      d.packages = toInt(key, *value);
+      d.packages = toInt(key, *value, 0);
     } else if (key == "numa_nodes") {
-      d.numaNodes = toInt(key, *value);
+      d.numaNodes = toInt(key, *value, 0);
     } else if (key == "cores") {
-      d.cores = toInt(key, *value);
+      d.cores = toInt(key, *value, 0);
     } else if (key == "pus") {
-      d.pus = toInt(key, *value);
+      d.pus = toInt(key, *value, 0);
     } else if (key == "l2") {
       d.l2Bytes = toBytes(key, *value);
     } else if (key == "l3") {
       d.l3Bytes = toBytes(key, *value);
     } else if (key == "l3_count") {
-      d.l3Count = toInt(key, *value);
+      d.l3Count = toInt(key, *value, 0);
     } else if (key == "hwloc") {
       d.fromHwloc = *value == "1";
     } else if (key == "dev") {

@@ -81,7 +81,7 @@ int intField(const Where& at, const std::map<std::string, std::string>& f, const
   auto it = f.find(key);
   if (it == f.end()) return fallback;
   auto v = text::parseInt(it->second);
-  if (!v || *v < min || *v > (1 << 24)) {
+  if (!v || *v < min || *v > text::kMaxCount) {
     bad(at, key, "'{}' is not an integer >= {}", it->second, min);
   }
   return static_cast<int>(*v);
@@ -134,6 +134,9 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
   std::vector<int> nodeLine;
   std::map<std::string, int> linkLine;
   std::vector<RankLine> rankLines;
+  // Ranks the node lines declare and rank lines place, bounded as they are read: a short line
+  // like "node n[0-1048575] ranks=16777216" must be refused, not allocated.
+  int64_t declared = 0, placed = 0;
   std::istringstream in(textIn);
   std::string line;
   int lineNo = 0;
@@ -188,7 +191,12 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
         if (!bytes) bad(at, "l3", "'{}' is not a byte size (e.g. 32M)", f["l3"]);
         proto.l3Bytes = *bytes;
       }
-      for (const std::string& rawName : expandNames(at, "name", w[1])) {
+      const std::vector<std::string> names = expandNames(at, "name", w[1]);
+      declared += static_cast<int64_t>(names.size()) * ranks;
+      if (declared > text::kMaxCount) {
+        bad(at, "ranks", "the node lines declare more than {} ranks", text::kMaxCount);
+      }
+      for (const std::string& rawName : names) {
         auto name = text::unescape(rawName);
         if (!name || name->empty()) bad(at, "name", "'{}' is not a node name", rawName);
         if (nodeIndex.count(*name)) {
@@ -235,6 +243,10 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       }
       auto list = text::parseIntList(w[1]);
       if (!list || list->empty()) bad(at, "rank", "'{}' is not a rank or range (5, 0-7)", w[1]);
+      placed += static_cast<int64_t>(list->size());
+      if (placed > text::kMaxCount) {
+        bad(at, "rank", "the rank lines place more than {} ranks", text::kMaxCount);
+      }
       auto f = fields(at, w, 2, {"node", "gpu", "numa", "cpus"});
       if (!f.count("node")) bad(at, "node", "missing (the node this rank runs on)");
       RankLine r{lineNo,

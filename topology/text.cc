@@ -149,12 +149,12 @@ std::optional<std::vector<int>> parseIntList(const std::string& text) {
     size_t dash = item.find('-', 1);
     if (dash == std::string::npos) {
       auto v = parseInt(item);
-      if (!v || *v < 0 || *v > (1 << 24)) return std::nullopt;
+      if (!v || *v < 0 || *v > kMaxCount) return std::nullopt;
       out.push_back(static_cast<int>(*v));
       continue;
     }
     auto lo = parseInt(item.substr(0, dash)), hi = parseInt(item.substr(dash + 1));
-    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > (1 << 24)) return std::nullopt;
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > kMaxCount) return std::nullopt;
     for (int64_t v = *lo; v <= *hi; ++v) out.push_back(static_cast<int>(v));
   }
   if (!text.empty() && text.back() == ',') return std::nullopt;

@@ -10,6 +10,11 @@
 
 namespace braid::topology::text {
 
+/// The largest count or index (ranks, cores, a GPU, a NUMA node) the topology formats take: the
+/// file and the rank descriptor share it, so a graph built from descriptors dumps to a file that
+/// loads.
+inline constexpr int64_t kMaxCount = 1 << 24;
+
 /// Escapes the characters that would split a field (space, tab, newline, '=', ',', ';', '%',
 /// '#', '[', ']') and control characters as %XX, so any string survives as one value ("" stays "").
 std::string escape(const std::string& value);

@@ -11,13 +11,6 @@
 namespace braid::bootstrap {
 namespace {
 
-// The magic as it appears on the wire, to reject a stranger at its first wrong byte.
-std::array<char, 4> magicBytes() {
-  wire::Writer w;
-  w.u32(wire::kMagic);
-  return {w.bytes()[0], w.bytes()[1], w.bytes()[2], w.bytes()[3]};
-}
-
 // Closes with a reset: no reply is owed, and the store keeps no TIME_WAIT state for strangers.
 void resetAndClose(int fd) {
   linger hard{1, 0};
@@ -91,31 +84,18 @@ Clock::time_point Lobby::expire(Clock::time_point now) {
 }
 
 bool Lobby::read(Iter g, std::optional<Hello>* complete) {
-  static const std::array<char, 4> magic = magicBytes();
   while (true) {
-    size_t want = wire::kHandshakeBytes - std::min<size_t>(g->have, wire::kHandshakeBytes);
-    if (want == 0) want = wire::kHandshakeBytes + wire::loadU32(&g->hello[12]) - g->have;
+    size_t want;
+    try {
+      want = wire::helloBytesWanted(g->hello.data(), g->have);
+    } catch (const wire::ParseError& e) {
+      drop(g, e.what());
+      return true;
+    }
     if (want == 0) break;
     ssize_t n = ::recv(g->fd, g->hello.data() + g->have, want, 0);
     if (n > 0) {
-      const size_t before = g->have;
       g->have = static_cast<uint16_t>(g->have + n);
-      for (size_t i = before; i < std::min<size_t>(g->have, 4); ++i) {
-        if (g->hello[i] != magic[i]) {
-          drop(g, fmt::format("garbage instead of a handshake (byte {} is 0x{:02x}, not braid's "
-                              "magic)",
-                              i, static_cast<uint8_t>(g->hello[i])));
-          return true;
-        }
-      }
-      if (before < wire::kHandshakeBytes && g->have >= wire::kHandshakeBytes) {
-        const uint32_t secretLen = wire::loadU32(&g->hello[12]);
-        if (secretLen > wire::kMaxSecretBytes) {
-          drop(g, fmt::format("handshake secret of {} bytes exceeds the limit of {}", secretLen,
-                              wire::kMaxSecretBytes));
-          return true;
-        }
-      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -125,13 +105,11 @@ bool Lobby::read(Iter g, std::optional<Hello>* complete) {
                 : fmt::format("closed after {} bytes of an incomplete handshake", g->have));
     return true;
   }
-  wire::Reader in(g->hello.data(), g->have);
+  wire::ClientHello fields = wire::decodeHello(g->hello.data(), g->have);
   Hello hello;
-  in.u32();  // magic, checked
-  hello.version = in.u32();
-  hello.worldSize = in.u32();
-  const uint32_t secretLen = in.u32();
-  hello.secret.assign(g->hello.data() + wire::kHandshakeBytes, secretLen);
+  hello.version = fields.version;
+  hello.worldSize = fields.worldSize;
+  hello.secret = std::move(fields.secret);
   hello.fd = g->fd;
   hello.peer = g->peer;
   forget(g);

@@ -1,7 +1,6 @@
 #include "comm/bootstrap/memory_store.h"
 
-#include <charconv>
-
+#include "comm/bootstrap/counter.h"
 #include "common/error.h"
 
 namespace braid::bootstrap {
@@ -40,13 +39,9 @@ int64_t InMemoryStore::add(const std::string& key, int64_t delta, Deadline deadl
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::string& text = values_[key];
-    int64_t current = 0;
-    if (!text.empty()) {
-      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
-      BRAID_ENFORCE(ec == std::errc() && end == text.data() + text.size(), ErrorCode::kInvalidUsage,
-                    "in-memory store: add('{}') on a key that holds a non-integer value", key);
-    }
-    result = current + delta;
+    std::string why;
+    BRAID_ENFORCE(addToCounter(text, delta, &result, &why), ErrorCode::kInvalidUsage,
+                  "in-memory store: add('{}', {}): {}", key, delta, why);
     text = std::to_string(result);
   }
   changed_.notify_all();

@@ -9,13 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <list>
 #include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "comm/bootstrap/counter.h"
 #include "comm/bootstrap/drop_log.h"
 #include "comm/bootstrap/lobby.h"
 #include "comm/bootstrap/net.h"
@@ -388,21 +388,23 @@ void StoreServer::Impl::readFrom(Connection& c) {
 }
 
 void StoreServer::Impl::processFrames(Connection& c) {
-  while (!c.pending && !c.dead && c.in.size() >= 4) {
-    uint32_t len = wire::loadU32(c.in.data());
-    if (len > wire::kMaxFrameBytes) {
-      drop(c, fmt::format("frame of {} bytes exceeds the limit of {}", len, wire::kMaxFrameBytes));
+  while (!c.pending && !c.dead) {
+    std::optional<size_t> len;
+    try {
+      len = wire::completeFrame(c.in.data(), c.in.size());
+    } catch (const wire::ParseError& e) {
+      drop(c, e.what());
       return;
     }
-    if (c.in.size() < 4 + size_t{len}) return;
+    if (!len) return;
     wire::Request request;
     try {
-      request = wire::decodeRequest(c.in.data() + 4, len);
+      request = wire::decodeRequest(c.in.data() + 4, *len);
     } catch (const wire::ParseError& e) {
       drop(c, fmt::format("malformed request: {}", e.what()));
       return;
     }
-    c.in.erase(0, 4 + size_t{len});
+    c.in.erase(0, 4 + *len);
     execute(c, std::move(request));
   }
 }
@@ -416,17 +418,14 @@ void StoreServer::Impl::execute(Connection& c, wire::Request request) {
       return;
     case wire::Op::kAdd: {
       std::string& text = values[request.strings[0]];
-      int64_t current = 0;
-      if (!text.empty()) {
-        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
-        if (ec != std::errc() || end != text.data() + text.size()) {
-          send(c, replyFrame(wire::ReplyStatus::kError, 0, "the key holds a non-integer value"));
-          return;
-        }
+      int64_t sum = 0;
+      std::string why;
+      if (!addToCounter(text, request.delta, &sum, &why)) {
+        send(c, replyFrame(wire::ReplyStatus::kError, 0, why));
+        return;
       }
-      current += request.delta;
-      text = std::to_string(current);
-      send(c, replyFrame(wire::ReplyStatus::kOk, current, ""));
+      text = std::to_string(sum);
+      send(c, replyFrame(wire::ReplyStatus::kOk, sum, ""));
       resolvePending();
       return;
     }

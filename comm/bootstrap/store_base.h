@@ -22,7 +22,8 @@ class Store : public transport::KeyValue {
  public:
   /// Atomically adds `delta` to the integer stored at `key` (a missing key counts as 0) and
   /// returns the new value. The value is stored as decimal text, so get() on it returns e.g.
-  /// "3". Throws kInvalidUsage when the key holds something that is not an integer.
+  /// "3". Throws kInvalidUsage when the key holds something that is not an integer, or when the
+  /// sum does not fit 64 bits (the value then stays as it was).
   virtual int64_t add(const std::string& key, int64_t delta, Deadline deadline) = 0;
   /// Blocks until every key in `keys` is set; throws kTimeout naming the first missing key when
   /// the deadline passes.

@@ -42,12 +42,6 @@ std::string describeKeys(const std::vector<std::string>& keys) {
 
 }  // namespace
 
-struct TcpStore::Reply {
-  wire::ReplyStatus status = wire::ReplyStatus::kOk;
-  int64_t number = 0;
-  std::string text;
-};
-
 TcpStore::TcpStore(const StoreAddress& address, const Options& options, Deadline connectDeadline)
     : address_(address), addressText_(address.toString()), options_(options) {
   if (options_.secret.empty()) options_.secret = jobSecret();
@@ -210,8 +204,8 @@ void TcpStore::breakConnection(ErrorCode code, const std::string& message) {
   throw Error(code, message);
 }
 
-TcpStore::Reply TcpStore::call(const std::string& what, const std::string& request,
-                               Deadline replyDeadline) {
+wire::Reply TcpStore::call(const std::string& what, const std::string& request,
+                           Deadline replyDeadline) {
   if (!broken_.empty()) {
     fail(brokenCode_, "{} on the bootstrap store at {} failed: the connection broke earlier: {}",
          what, addressText_, broken_);
@@ -249,15 +243,9 @@ TcpStore::Reply TcpStore::call(const std::string& what, const std::string& reque
                       fmt::format("{}: connection to the bootstrap store at {} failed: {}", what,
                                   addressText_, net::errnoText(err)));
   }
-  Reply reply;
+  wire::Reply reply;
   try {
-    wire::Reader in(body.data(), body.size());
-    reply.status = static_cast<wire::ReplyStatus>(in.u8());
-    in.u8();
-    in.u8();
-    in.u8();
-    reply.number = in.i64();
-    reply.text = in.str(kMaxValueBytes, "value");
+    reply = wire::decodeReply(body.data(), body.size());
   } catch (const wire::ParseError& e) {
     breakConnection(ErrorCode::kRemoteError,
                     fmt::format("{}: bootstrap store at {} sent a malformed reply: {}", what,
@@ -278,8 +266,8 @@ void TcpStore::set(const std::string& key, const std::string& value, Deadline de
                 kMaxValueBytes);
   wire::Request request{wire::Op::kSet, 0, 0, {key, value}};
   std::lock_guard<std::mutex> lock(mutex_);
-  Reply reply = call(fmt::format("set('{}', {} bytes)", key, value.size()),
-                     wire::encodeRequest(request), deadline);
+  wire::Reply reply = call(fmt::format("set('{}', {} bytes)", key, value.size()),
+                           wire::encodeRequest(request), deadline);
   BRAID_ENFORCE(reply.status == wire::ReplyStatus::kOk, ErrorCode::kRemoteError,
                 "store set('{}') at {} failed: {}", key, addressText_, reply.text);
 }
@@ -289,7 +277,7 @@ std::string TcpStore::get(const std::string& key, Deadline deadline) {
                 "store get: key of {} bytes exceeds the limit of {}", key.size(), kMaxKeyBytes);
   std::lock_guard<std::mutex> lock(mutex_);
   wire::Request request{wire::Op::kGet, timeoutMillis(deadline), 0, {key}};
-  Reply reply =
+  wire::Reply reply =
       call(fmt::format("get('{}')", key), wire::encodeRequest(request), withGrace(deadline));
   if (reply.status == wire::ReplyStatus::kTimeout) {
     fail(ErrorCode::kTimeout,
@@ -306,7 +294,7 @@ int64_t TcpStore::add(const std::string& key, int64_t delta, Deadline deadline) 
                 "store add: key of {} bytes exceeds the limit of {}", key.size(), kMaxKeyBytes);
   std::lock_guard<std::mutex> lock(mutex_);
   wire::Request request{wire::Op::kAdd, 0, delta, {key}};
-  Reply reply =
+  wire::Reply reply =
       call(fmt::format("add('{}', {})", key, delta), wire::encodeRequest(request), deadline);
   BRAID_ENFORCE(reply.status == wire::ReplyStatus::kOk, ErrorCode::kInvalidUsage,
                 "store add('{}', {}) at {} failed: {}", key, delta, addressText_, reply.text);
@@ -323,8 +311,8 @@ void TcpStore::wait(const std::vector<std::string>& keys, Deadline deadline) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   wire::Request request{wire::Op::kWait, timeoutMillis(deadline), 0, keys};
-  Reply reply = call(fmt::format("wait({})", describeKeys(keys)), wire::encodeRequest(request),
-                     withGrace(deadline));
+  wire::Reply reply = call(fmt::format("wait({})", describeKeys(keys)),
+                           wire::encodeRequest(request), withGrace(deadline));
   if (reply.status == wire::ReplyStatus::kTimeout) {
     fail(ErrorCode::kTimeout,
          "store wait on {}: key '{}' was not set at the bootstrap store at {} before the deadline",

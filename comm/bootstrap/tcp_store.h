@@ -11,6 +11,10 @@
 
 namespace braid::bootstrap {
 
+namespace wire {
+struct Reply;
+}
+
 /// A Store reached over TCP at a StoreServer. Thread-safe, but calls are serialised: a get()
 /// blocked on a missing key holds up this client's other calls until it returns (use one client
 /// per thread if threads must set what others get). After a connection failure every later call
@@ -50,8 +54,7 @@ class TcpStore : public Store {
   const StoreAddress& address() const { return address_; }
 
  private:
-  struct Reply;
-  Reply call(const std::string& what, const std::string& request, Deadline replyDeadline);
+  wire::Reply call(const std::string& what, const std::string& request, Deadline replyDeadline);
   [[noreturn]] void breakConnection(ErrorCode code, const std::string& message);
   bool tryJoin(const std::string& ip, Deadline deadline, std::string* lastError);
   void connectOnce(const std::string& ip, Deadline deadline, std::string* lastError);

@@ -1,5 +1,9 @@
 #include "comm/bootstrap/wire.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace braid::bootstrap::wire {
 
 std::string encodeRequest(const Request& request) {
@@ -59,6 +63,60 @@ Request decodeRequest(const char* data, size_t size) {
   }
   if (in.left() != 0) throw ParseError("trailing bytes after the request");
   return request;
+}
+
+std::optional<size_t> completeFrame(const char* data, size_t size) {
+  if (size < 4) return std::nullopt;
+  const uint32_t len = loadU32(data);
+  if (len > kMaxFrameBytes) {
+    throw ParseError(fmt::format("frame of {} bytes exceeds the limit of {}", len, kMaxFrameBytes));
+  }
+  if (size - 4 < len) return std::nullopt;
+  return len;
+}
+
+Reply decodeReply(const char* data, size_t size) {
+  Reader in(data, size);
+  Reply reply;
+  reply.status = static_cast<ReplyStatus>(in.u8());
+  in.u8();
+  in.u8();
+  in.u8();
+  reply.number = in.i64();
+  reply.text = in.str(kMaxValueBytes, "value");
+  return reply;
+}
+
+size_t helloBytesWanted(const char* data, size_t have) {
+  Writer magic;
+  magic.u32(kMagic);
+  for (size_t i = 0; i < std::min<size_t>(have, 4); ++i) {
+    if (data[i] != magic.bytes()[i]) {
+      throw ParseError(
+          fmt::format("garbage instead of a handshake (byte {} is 0x{:02x}, not braid's magic)", i,
+                      static_cast<uint8_t>(data[i])));
+    }
+  }
+  if (have < kHandshakeBytes) return kHandshakeBytes - have;
+  const uint32_t secretLen = loadU32(data + 12);
+  if (secretLen > kMaxSecretBytes) {
+    throw ParseError(fmt::format("handshake secret of {} bytes exceeds the limit of {}", secretLen,
+                                 kMaxSecretBytes));
+  }
+  const size_t total = kHandshakeBytes + secretLen;
+  if (have > total) throw ParseError("handshake longer than it says");
+  return total - have;
+}
+
+ClientHello decodeHello(const char* data, size_t size) {
+  Reader in(data, size);
+  in.u32();  // magic, checked by helloBytesWanted()
+  ClientHello hello;
+  hello.version = in.u32();
+  hello.worldSize = in.u32();
+  hello.secret = in.str(kMaxSecretBytes, "handshake secret");
+  if (in.left() != 0) throw ParseError("trailing bytes after the handshake");
+  return hello;
 }
 
 }  // namespace braid::bootstrap::wire

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -127,5 +128,34 @@ struct Request {
 std::string encodeRequest(const Request& request);
 /// Decodes a request body; throws ParseError on anything out of bounds.
 Request decodeRequest(const char* body, size_t size);
+
+/// The body length of the frame at the start of `data` once all of it has arrived; nullopt while
+/// it is incomplete. Throws ParseError when the length prefix exceeds kMaxFrameBytes.
+std::optional<size_t> completeFrame(const char* data, size_t size);
+
+/// A decoded reply body.
+struct Reply {
+  ReplyStatus status = ReplyStatus::kOk;
+  int64_t number = 0;
+  std::string text;
+};
+
+/// Decodes a reply body; throws ParseError on anything out of bounds.
+Reply decodeReply(const char* body, size_t size);
+
+/// A client's handshake, the fields after the magic.
+struct ClientHello {
+  uint32_t version = 0;
+  uint32_t worldSize = 0;
+  std::string secret;
+};
+
+/// How many more bytes of a client's handshake to read after the first `have` arrived (0: it is
+/// complete), so a reader never takes more than kHandshakeBytes + kMaxSecretBytes, nor a byte of
+/// the first frame. Throws ParseError as soon as the bytes cannot be a handshake: a byte of the
+/// magic is wrong, or the secret is longer than kMaxSecretBytes.
+size_t helloBytesWanted(const char* data, size_t have);
+/// Decodes a handshake that helloBytesWanted() calls complete.
+ClientHello decodeHello(const char* data, size_t size);
 
 }  // namespace braid::bootstrap::wire

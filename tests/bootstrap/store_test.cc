@@ -214,6 +214,9 @@ TEST(InMemoryStoreTest, GetTimeoutNamesKey) {
   EXPECT_LT(secondsSince(start), 2.0);
   store.set("x", "not a number");
   EXPECT_THROW(store.add("x", 1, Deadline::after(1)), Error);
+  store.set("min", std::to_string(INT64_MIN));
+  EXPECT_THROW(store.add("min", -1, Deadline::after(1)), Error);
+  EXPECT_EQ(store.get("min", Deadline::after(1)), std::to_string(INT64_MIN));
   EXPECT_EQ(store.add("y", -5, Deadline::after(1)), -5);
   EXPECT_EQ(store.get("y", Deadline::after(1)), "-5");
   try {
@@ -284,6 +287,17 @@ TEST(TcpStoreTest, GetTimeoutNamesKeyAndAddressAndKeepsConnection) {
   }
   EXPECT_EQ(client->add("m", 7, Deadline::after(5)), 7);
   EXPECT_EQ(client->add("m", -9, Deadline::after(5)), -2);
+  // A sum past 64 bits is refused and leaves the value (it was undefined behaviour in the server:
+  // fuzz/corpus/bootstrap_wire/regress_add_overflow).
+  client->set("big", std::to_string(INT64_MAX));
+  try {
+    client->add("big", 1, Deadline::after(5));
+    FAIL() << "overflowing add returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("overflows"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(client->add("big", -1, Deadline::after(5)), INT64_MAX - 1);
 }
 
 TEST(TcpStoreTest, LargeValuesAndLimits) {

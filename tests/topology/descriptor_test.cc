@@ -68,6 +68,17 @@ TEST(Descriptor, BadLinesNameTheField) {
   expectFieldError("braid-rank/1 host=a dev=nic,x,,0,fast", "dev");
   expectFieldError("braid-rank/1 host=%ZZ", "host");
   expectFieldError("braid-rank/1 host=a novalue", "?");
+  // Counts and indices within what a topology file takes (fuzz/corpus/topology_file/regress_*).
+  expectFieldError("braid-rank/1 host=a pus=33554432", "pus");
+  expectFieldError("braid-rank/1 host=a packages=-1", "packages");
+  expectFieldError("braid-rank/1 host=a gpu=-2", "gpu");
+}
+
+TEST(Descriptor, GraphOfDescriptorsDumpsToALoadableFile) {
+  RankDescriptor a = parseDescriptor("braid-rank/1 host=a pus=16777216 cores=0 gpu=16777216");
+  RankDescriptor b = sample();
+  ClusterGraph g = buildGraph({a, b, a});
+  EXPECT_EQ(parseGraph(formatGraph(g)), g);
 }
 
 }  // namespace

@@ -155,6 +155,10 @@ TEST(GraphFile, BadFilesNameLineAndField) {
       {"node a ranks=2\nnode b ranks=1\nrank 0-2 node=a\n", 1, "ranks"},
       {"# nothing\n\n", 2, "node"},
       {"node a%ZZ ranks=1\n", 1, "name"},
+      // Sizes refused before they are allocated (fuzz/corpus/topology_file/regress_*).
+      {"node n[0-1048575] ranks=16777216\n", 1, "ranks"},
+      {"node a ranks=16777216\nnode b ranks=1\n", 2, "ranks"},
+      {"node a ranks=1\nrank 0-16777215 node=a\nrank 0-16777215 node=a\n", 3, "rank"},
   };
   for (const BadCase& c : cases) {
     try {

@@ -226,29 +226,19 @@ void TcpTransport::acceptPeers(Deadline deadline) {
       if (!c.haveHello) {
         std::memcpy(&c.hello, c.buf.data(), sizeof(Hello));
         const Hello& h = c.hello;
-        std::string why;
-        if (h.magic != kHelloMagic) {
-          why = "bad magic (not a braid peer)";
-        } else if (h.version != kProtocolVersion) {
-          why =
-              fmt::format("protocol version {} (this rank speaks {})", h.version, kProtocolVersion);
-        } else if (h.size != config_.size) {
-          why = fmt::format("world size {} (this job has {})", h.size, config_.size);
-        } else if (h.target != rank) {
-          why = fmt::format("it wants rank {}", h.target);
-        } else if (h.rank < 0 || h.rank >= rank || !links_[h.rank]) {
-          why = fmt::format("rank {} is not a tcp peer that connects to rank {}", h.rank, rank);
-        } else if (links_[h.rank]->fd >= 0) {
-          why = fmt::format("rank {} is already connected", h.rank);
-        } else if (h.jobIdBytes > kMaxHandshakeString || h.secretBytes > kMaxHandshakeString) {
-          why = "oversized job id or secret";
-        }
+        std::string why = helloError(h, config_.size, rank, [&](int peer) -> std::string {
+          if (!links_[peer]) {
+            return fmt::format("rank {} is not a tcp peer that connects to rank {}", peer, rank);
+          }
+          if (links_[peer]->fd >= 0) return fmt::format("rank {} is already connected", peer);
+          return "";
+        });
         if (!why.empty()) {
           reject(c, why);
           continue;
         }
         c.haveHello = true;
-        c.buf.resize(sizeof(Hello) + h.jobIdBytes + h.secretBytes);
+        c.buf.resize(handshakeBytes(h));
         if (c.got < c.buf.size()) continue;
       }
       std::string jobId = c.buf.substr(sizeof(Hello), c.hello.jobIdBytes);

@@ -176,24 +176,18 @@ bool TcpTransport::readIn(PeerLink& link) {
       link.inHeaderGot += static_cast<size_t>(n);
       if (link.inHeaderGot < sizeof(FrameHeader)) continue;
       link.inHeaderGot = 0;
-      if (h.type != kData && h.type != kCredit && h.type != kAbort) {
-        markDead(link, fmt::format("unknown frame type {}", h.type), true);
-        return true;
-      }
-      if (h.type != kAbort && h.channel >= static_cast<uint32_t>(channels)) {
-        markDead(link, fmt::format("frame for channel {} of {}", h.channel, channels), true);
+      if (std::string why = headerError(h, channels); !why.empty()) {
+        markDead(link, why, true);
         return true;
       }
       if (h.type == kCredit) {
         TcpSendChannel& sc = *sends_[link.rank * channels + h.channel];
         // posted_, not written_: the writer may not have counted the frame yet when the
         // credit for it is already back.
-        uint64_t posted = sc.posted_.load(std::memory_order_acquire);
-        if (h.length > posted || h.length < sc.credited_.load(std::memory_order_relaxed)) {
-          markDead(link,
-                   fmt::format("credit {} on channel {} outside [{}, {}]", h.length, h.channel,
-                               sc.credited_.load(std::memory_order_relaxed), posted),
-                   true);
+        std::string why = creditError(h, sc.credited_.load(std::memory_order_relaxed),
+                                      sc.posted_.load(std::memory_order_acquire));
+        if (!why.empty()) {
+          markDead(link, why, true);
           return true;
         }
         sc.credited_.store(h.length, std::memory_order_release);
@@ -201,26 +195,15 @@ bool TcpTransport::readIn(PeerLink& link) {
         continue;
       }
       if (h.type == kAbort) {
-        if (h.length > kMaxAbortReason) {
-          markDead(link, fmt::format("abort reason of {} bytes", h.length), true);
-          return true;
-        }
         link.reason.assign(h.length, '\0');
         link.inDst = link.reason.data();
       } else {
         TcpRecvChannel& rc = *recvs_[link.rank * channels + h.channel];
-        if (h.length > rc.slotBytes_) {
-          markDead(link,
-                   fmt::format("frame of {} bytes on channel {} exceeds the slot size {}", h.length,
-                               h.channel, rc.slotBytes_),
-                   true);
-          return true;
-        }
         uint64_t arrived = rc.arrived_.load(std::memory_order_relaxed);
-        if (arrived - rc.released_.load(std::memory_order_acquire) >= rc.k_) {
-          markDead(link,
-                   fmt::format("more than {} messages in flight on channel {}", rc.k_, h.channel),
-                   true);
+        std::string why = dataError(h, rc.slotBytes_, rc.k_,
+                                    arrived - rc.released_.load(std::memory_order_acquire));
+        if (!why.empty()) {
+          markDead(link, why, true);
           return true;
         }
         if (!rc.buffer_) rc.buffer_.reset(new char[rc.k_ * rc.slotBytes_]);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "transport/transport.h"
@@ -59,5 +60,26 @@ inline std::string encodeHello(int size, int rank, int target, const std::string
   std::memcpy(out.data(), &hello, sizeof hello);
   return out + jobId + secret;
 }
+
+// What a receiver checks, as pure functions of the bytes and its counters (wire.cc). Each returns
+// why the peer broke the protocol, or "" when the input is acceptable.
+
+/// A Hello that connects `rank` of a job of `size` ranks. `peerProblem(r)` is asked only for a
+/// claimed rank r in [0, rank): why r may not connect now ("" when it may).
+std::string helloError(const Hello& hello, int size, int rank,
+                       const std::function<std::string(int)>& peerProblem);
+/// Bytes of a handshake whose Hello was accepted: the Hello, jobId and secret.
+inline size_t handshakeBytes(const Hello& hello) {
+  return sizeof(Hello) + size_t{hello.jobIdBytes} + hello.secretBytes;
+}
+
+/// A frame header's type, channel (of `channels`) and, for kAbort, reason length.
+std::string headerError(const FrameHeader& h, int channels);
+/// A kCredit frame for our send channel with `credited` credits so far and `posted` messages: the
+/// count of messages released may not go back nor past what was posted.
+std::string creditError(const FrameHeader& h, uint64_t credited, uint64_t posted);
+/// A kData frame for our receive channel of `slots` slots of `slotBytes` bytes, `inFlight` of
+/// them holding messages not yet released.
+std::string dataError(const FrameHeader& h, uint64_t slotBytes, uint64_t slots, uint64_t inFlight);
 
 }  // namespace braid::transport::tcp

@@ -152,16 +152,13 @@ void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length
   }
   const uint64_t k = channel.k_;
   uint64_t arrived = channel.arrived_.load(std::memory_order_relaxed);
-  const uint64_t expectedSeq = arrived + (slot.index + k - arrived % k) % k;
+  const uint64_t seq = expectedSeq(arrived, slot.index, k);
   const auto* header = reinterpret_cast<const SlotHeader*>(channel.slot(slot.index));
-  if (length < kSlotHeaderBytes || header->bytes != length - kSlotHeaderBytes ||
-      header->seq != expectedSeq) {
-    markDead(
-        peer,
-        fmt::format("message of {} bytes (header: {} bytes, seq {}) on channel {} slot {}, "
-                    "expected seq {}",
-                    length, header->bytes, header->seq, channel.channel_, slot.index, expectedSeq),
-        true);
+  if (std::string why = slotError(length, *header, seq); !why.empty()) {
+    markDead(peer,
+             fmt::format("{} on channel {} slot {}, expected seq {}", why, channel.channel_,
+                         slot.index, seq),
+             true);
     return;
   }
   slot.done = true;
@@ -196,17 +193,18 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
     BRAID_WARN("rank {}: ucx: ignoring a {}-byte rendezvous active message", rank, bytes);
     return;
   }
-  ControlHeader h;
-  if (headerBytes != sizeof h) {
-    BRAID_WARN("rank {}: ucx: ignoring an active message with a {}-byte header", rank, headerBytes);
+  std::string why;
+  std::optional<ControlHeader> decoded =
+      decodeControlHeader(header, headerBytes, config_.size, &why);
+  if (decoded && !peers_[decoded->rank]) {
+    why = fmt::format("an active message (magic {:#x}, rank {})", decoded->magic, decoded->rank);
+    decoded.reset();
+  }
+  if (!decoded) {
+    BRAID_WARN("rank {}: ucx: ignoring {}", rank, why);
     return;
   }
-  std::memcpy(&h, header, sizeof h);
-  if (h.magic != kControlMagic || h.rank < 0 || h.rank >= config_.size || !peers_[h.rank]) {
-    BRAID_WARN("rank {}: ucx: ignoring an active message (magic {:#x}, rank {})", rank, h.magic,
-               h.rank);
-    return;
-  }
+  const ControlHeader& h = *decoded;
   PeerState& peer = *peers_[h.rank];
   const char* text = static_cast<const char*>(data);
   switch (h.type) {
@@ -214,22 +212,17 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
       onHello(h.rank, text, bytes);
       return;
     case kCredit: {
-      if (h.channel >= static_cast<uint32_t>(config_.channels)) {
-        markDead(peer, fmt::format("credit for channel {} of {}", h.channel, config_.channels),
-                 true);
+      UcxSendChannel* sc =
+          h.channel < static_cast<uint32_t>(config_.channels)
+              ? sends_[static_cast<size_t>(h.rank) * config_.channels + h.channel].get()
+              : nullptr;
+      why = creditError(h, config_.channels, sc ? sc->posted_.load(std::memory_order_acquire) : 0);
+      if (!why.empty()) {
+        markDead(peer, why, true);
         return;
       }
-      UcxSendChannel& sc = *sends_[static_cast<size_t>(h.rank) * config_.channels + h.channel];
-      uint64_t posted = sc.posted_.load(std::memory_order_acquire);
-      if (h.value > posted) {
-        markDead(peer,
-                 fmt::format("credit {} on channel {} beyond the {} messages posted", h.value,
-                             h.channel, posted),
-                 true);
-        return;
-      }
-      if (h.value > sc.credited_.load(std::memory_order_relaxed)) {
-        sc.credited_.store(h.value, std::memory_order_release);
+      if (h.value > sc->credited_.load(std::memory_order_relaxed)) {
+        sc->credited_.store(h.value, std::memory_order_release);
         if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
       }
       return;

@@ -367,23 +367,16 @@ void UcxTransport::recordAbort(int peer, const std::string& reason) {
 
 void UcxTransport::onHello(int from, const char* data, size_t bytes) {
   const int rank = config_.rank;
-  Hello hello;
   auto reject = [&](const std::string& why) {
     BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", rank, from, why);
   };
-  if (bytes < sizeof hello) return reject(fmt::format("{} bytes", bytes));
-  std::memcpy(&hello, data, sizeof hello);
-  if (hello.version != 1 || hello.size != config_.size || hello.target != rank ||
-      hello.jobIdBytes > kMaxHandshakeString || hello.secretBytes > kMaxHandshakeString ||
-      bytes != sizeof hello + hello.jobIdBytes + hello.secretBytes) {
-    return reject(fmt::format("version {}, size {}, target {}, {} bytes", hello.version, hello.size,
-                              hello.target, bytes));
-  }
-  std::string jobId(data + sizeof hello, hello.jobIdBytes);
-  std::string secret(data + sizeof hello + hello.jobIdBytes, hello.secretBytes);
-  if (jobId != config_.jobId || secret != config_.secret) {
+  std::string why;
+  std::optional<HelloPayload> payload = decodeHello(data, bytes, config_.size, rank, &why);
+  if (!payload) return reject(why);
+  if (payload->jobId != config_.jobId || payload->secret != config_.secret) {
     return reject("wrong job id or secret");
   }
+  const Hello& hello = payload->hello;
   PeerState& peer = *peers_[from];
   if (peer.helloSeen) return;
   peer.helloSeen = true;

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "transport/transport.h"
 
@@ -66,5 +68,34 @@ struct Hello {
   uint64_t hostId = 0;        ///< hash of hostname and boot id
 };
 static_assert(sizeof(Hello) == 48);
+
+// What a receiver checks, as pure functions of the bytes and its counters (wire.cc, which needs
+// no UCX). Each says why the input is refused, or "" / a value when it is acceptable.
+
+/// The seq a message landing in receive slot `index` must carry when `arrived` messages arrived in
+/// order so far on a channel of `slots` slots: the slot's next use at or after `arrived`.
+inline uint64_t expectedSeq(uint64_t arrived, uint64_t index, uint64_t slots) {
+  return arrived + (index + slots - arrived % slots) % slots;
+}
+/// A received data message of `length` bytes whose slot begins with `header`.
+std::string slotError(size_t length, const SlotHeader& header, uint64_t expectedSeq);
+
+/// An active message's header as a ControlHeader from a rank of a job of `size` ranks; nullopt
+/// with `why` set when it is no braid control message (size, magic or sender wrong).
+std::optional<ControlHeader> decodeControlHeader(const void* header, size_t bytes, int size,
+                                                 std::string* why);
+/// A kCredit message for our send channel of `channels` with `posted` messages posted.
+std::string creditError(const ControlHeader& h, int channels, uint64_t posted);
+
+/// A kHello payload, checked against this rank and job.
+struct HelloPayload {
+  Hello hello;
+  std::string jobId;
+  std::string secret;
+};
+/// The kHello payload of `bytes` bytes sent to `rank` of `size`; nullopt with `why` set when its
+/// fields or length are wrong. (jobId and secret are compared by the caller.)
+std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size, int rank,
+                                        std::string* why);
 
 }  // namespace braid::transport::ucx
