@@ -35,9 +35,12 @@ def shm_entries():
         return set()
 
 
-def listening(port):
-    out = subprocess.run(["ss", "-Htln", f"sport = :{port}"], capture_output=True, text=True)
-    return out.stdout.strip() != ""
+def listening(port, pids):
+    """Whether one of `pids` (the trial's ranks) still listens on `port`. Other jobs on this
+    machine may have taken the same port number since: their listeners are not ours."""
+    out = subprocess.run(["ss", "-Htlnp", f"sport = :{port}"], capture_output=True, text=True)
+    owners = {int(p) for p in re.findall(r"pid=(\d+)", out.stdout)}
+    return out.stdout.strip() != "" and (not owners or owners & set(pids))
 
 
 def trial(args, transport, n, rng):
@@ -84,7 +87,7 @@ def trial(args, transport, n, rng):
             # cause they saw); an error that names no peer at all is a problem.
             problems.append(f"rank {r}'s error names no peer: {last}")
     time.sleep(0.05)
-    if listening(port):
+    if listening(port, [p.pid for p in procs]):
         problems.append(f"port {port} still listening")
     left = shm_entries() - before
     if left:

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "transport/peer_key.h"
 #include "transport/process.h"
 #include "transport/shm/ring.h"
 
@@ -30,22 +31,6 @@ std::string sanitize(const std::string& text) {
     out += ok ? ch : '_';
   }
   return out.substr(0, 200);
-}
-
-// Reads a peer key from kv, turning a timeout into one that names the rank, peer and step.
-std::string getPeerKey(KeyValue& kv, const std::string& key, Deadline deadline, int rank, int peer,
-                       const char* what) {
-  try {
-    return kv.get(key, deadline);
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::kTimeout) {
-      fail(ErrorCode::kTimeout,
-           "rank {}: shm connect timed out waiting for peer rank {} to {} (key '{}')", rank, peer,
-           what, key);
-    }
-    fail(e.code(), "rank {}: shm connect, waiting for peer rank {} to {}: {}", rank, peer, what,
-         e.what());
-  }
 }
 
 // Inboxes are sparse, so creating them always works, but touching a page when /dev/shm is full
@@ -195,7 +180,7 @@ void ShmTransport::mapPeers(KeyValue& kv, Deadline deadline) {
   for (int p = 0; p < config_.size; ++p) {
     if (p == rank || config_.peerKinds[p] != Kind::kShm) continue;
     std::string name = getPeerKey(kv, fmt::format("{}/shm/{}", config_.jobId, p), deadline, rank, p,
-                                  "publish its shm inbox");
+                                  "shm", "publish its shm inbox");
     int fd = shm_open(name.c_str(), O_RDWR, 0);
     if (fd < 0) {
       int err = errno;
@@ -266,7 +251,7 @@ void ShmTransport::unlinkWhenMapped(KeyValue& kv, Deadline deadline) {
     for (int q = 0; q < config_.size; ++q) {
       if (table[q] == 0 || mapped[q]) continue;
       getPeerKey(kv, fmt::format("{}/mapped/{}", config_.jobId, q), deadline, config_.rank, q,
-                 "map the shm inboxes");
+                 "shm", "map the shm inboxes");
       mapped[q] = true;
     }
     std::string name = segmentName(config_.jobId, owner);

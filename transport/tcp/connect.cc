@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "transport/peer_key.h"
 #include "transport/tcp/channels.h"
 #include "transport/tcp/tcp.h"
 
@@ -84,15 +85,7 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     if (!links_[p]) continue;
     std::string key = fmt::format("{}/tcp/{}", config_.jobId, p);
     std::string where;
-    try {
-      where = kv.get(key, deadline);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kTimeout) throw;
-      fail(ErrorCode::kTimeout,
-           "rank {}: tcp connect timed out waiting for peer rank {} to publish its address (key "
-           "'{}')",
-           rank, p, key);
-    }
+    where = getPeerKey(kv, key, deadline, rank, p, "tcp", "publish its address");
     size_t colon = where.rfind(':');
     sockaddr_in addr{};
     addr.sin_family = AF_INET;

@@ -21,6 +21,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "transport/peer_key.h"
 #include "transport/process.h"
 #include "transport/ucx/channels.h"
 
@@ -202,15 +203,7 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     if (!peer) continue;
     const std::string key = fmt::format("{}/ucx/{}", config_.jobId, peer->rank);
     std::string hex;
-    try {
-      hex = kv.get(key, deadline);
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kTimeout) throw;
-      fail(ErrorCode::kTimeout,
-           "rank {}: ucx connect timed out waiting for peer rank {} to publish its address (key "
-           "'{}')",
-           rank, peer->rank, key);
-    }
+    hex = getPeerKey(kv, key, deadline, rank, peer->rank, "ucx", "publish its address");
     std::string address;
     size_t colon1 = hex.find(':');
     size_t colon2 = colon1 == std::string::npos ? colon1 : hex.find(':', colon1 + 1);
