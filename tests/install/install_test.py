@@ -75,8 +75,11 @@ def run_consumers(prefix, bindir):
 
 def build_with_cmake(prefix, args, work):
     bindir = os.path.join(work, "consumer")
+    extra = " ".join(args.consumer_flag)
     run("cmake", "-S", os.path.join(args.source, "tests", "install", "consumer"), "-B", bindir,
-        "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release")
+        "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_C_FLAGS={extra}", f"-DCMAKE_CXX_FLAGS={extra}",
+        f"-DCMAKE_EXE_LINKER_FLAGS={extra}")
     run("cmake", "--build", bindir)
     return bindir
 
@@ -90,10 +93,11 @@ def build_with_pkgconfig(prefix, args, work):
     libdir = run("pkg-config", "--variable=libdir", "braid", env=env).strip()
     src = os.path.join(args.source, "tests", "install", "consumer")
     rpath = f"-Wl,-rpath,{libdir}"
-    run("c++", "-std=c++17", "-O2", os.path.join(src, "consumer.cc"), "-o",
+    extra = args.consumer_flag
+    run("c++", "-std=c++17", "-O2", *extra, os.path.join(src, "consumer.cc"), "-o",
         os.path.join(bindir, "consumer"), *flags, rpath)
-    run("cc", "-O2", os.path.join(src, "consumer_c.c"), "-o", os.path.join(bindir, "consumer_c"),
-        *flags, rpath)
+    run("cc", "-O2", *extra, os.path.join(src, "consumer_c.c"), "-o",
+        os.path.join(bindir, "consumer_c"), *flags, rpath)
     return bindir
 
 
@@ -105,6 +109,8 @@ def main():
     p.add_argument("--source", required=True)
     p.add_argument("--torch-python")
     p.add_argument("--torch-dir")
+    # A sanitized libbraid needs sanitized consumers (the runtime must come first).
+    p.add_argument("--consumer-flag", action="append", default=[])
     args = p.parse_args()
     work = os.path.abspath(args.work)
     shutil.rmtree(work, ignore_errors=True)
