@@ -38,7 +38,9 @@ typedef enum {
   braidFloat32 = 7,
   braidFloat64 = 8,
   braidBfloat16 = 9,
-  braidDataType_enumSize = 0x7fffffff /* any int is a value of the type; bad ones are refused */
+  /* These two make every int a value of the type (C++ sees C's ints); bad ones are refused. */
+  braidDataType_enumMin = -0x7fffffff - 1,
+  braidDataType_enumSize = 0x7fffffff
 } braidDataType_t;
 typedef enum {
   braidSum = 0,
@@ -46,6 +48,7 @@ typedef enum {
   braidMax = 2,
   braidMin = 3,
   braidAvg = 4,
+  braidRedOp_enumMin = -0x7fffffff - 1, /* every int a value of the type, as braidDataType_t */
   braidRedOp_enumSize = 0x7fffffff
 } braidRedOp_t;
 
