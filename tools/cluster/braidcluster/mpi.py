@@ -29,7 +29,14 @@ def mpirun_argv(cluster, ranks_per_host, command, extra=()):
             "--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
             "--mca", "btl_tcp_if_include", cluster.cidr,
             "--mca", "oob_tcp_if_include", cluster.cidr,
-            *extra, *command])
+            *_forwarded_env(), *extra, *command])
+
+
+def _forwarded_env():
+    """-x for the sanitizer settings in our environment: orted on the other hosts does not pass
+    the launcher's environment on by itself."""
+    names = ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS")
+    return [arg for name in names if name in os.environ for arg in ("-x", name)]
 
 
 def mpirun_proc(cluster, ranks_per_host, command, extra=(), base_env=None):
