@@ -31,11 +31,24 @@ template <typename... Args>
        fmt::format(format, std::forward<Args>(args)...));
 }
 
-// "n[0-63]" -> n0..n63 ("gpu[00-07]" keeps the zero padding); a plain name is itself.
-std::vector<std::string> expandNames(const Where& at, const std::string& field,
-                                     const std::string& pattern) {
+// A node name, or a range of them: "n[0-63]" is n0..n63 ("gpu[00-07]" keeps the zero padding).
+// count() is known before names() makes them.
+struct NamePattern {
+  std::string head, tail;
+  int64_t lo = 0, hi = -1;  // hi < lo: no range, the name is `head`
+  size_t width = 0;
+  int64_t count() const { return hi < lo ? 1 : hi - lo + 1; }
+  std::vector<std::string> names() const {
+    if (hi < lo) return {head};
+    std::vector<std::string> out;
+    for (int64_t i = lo; i <= hi; ++i) out.push_back(head + fmt::format("{:0{}}", i, width) + tail);
+    return out;
+  }
+};
+
+NamePattern namePattern(const Where& at, const std::string& field, const std::string& pattern) {
   size_t open = pattern.find('['), close = pattern.find(']');
-  if (open == std::string::npos && close == std::string::npos) return {pattern};
+  if (open == std::string::npos && close == std::string::npos) return {pattern, ""};
   if (open == std::string::npos || close == std::string::npos || close < open) {
     bad(at, field, "'{}' has unbalanced brackets (a range is written n[0-63])", pattern);
   }
@@ -48,12 +61,7 @@ std::vector<std::string> expandNames(const Where& at, const std::string& field,
         range);
   }
   const size_t width = range[0] == '0' && dash != std::string::npos && dash > 1 ? dash : 0;
-  std::vector<std::string> out;
-  for (int64_t i = *lo; i <= *hi; ++i) {
-    out.push_back(pattern.substr(0, open) + fmt::format("{:0{}}", i, width) +
-                  pattern.substr(close + 1));
-  }
-  return out;
+  return {pattern.substr(0, open), pattern.substr(close + 1), *lo, *hi, width};
 }
 
 // The key=value words of a statement after its first `skip` words, each key once.
@@ -191,12 +199,12 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
         if (!bytes) bad(at, "l3", "'{}' is not a byte size (e.g. 32M)", f["l3"]);
         proto.l3Bytes = *bytes;
       }
-      const std::vector<std::string> names = expandNames(at, "name", w[1]);
-      declared += static_cast<int64_t>(names.size()) * ranks;
+      const NamePattern names = namePattern(at, "name", w[1]);
+      declared += names.count() * ranks;
       if (declared > text::kMaxCount) {
         bad(at, "ranks", "the node lines declare more than {} ranks", text::kMaxCount);
       }
-      for (const std::string& rawName : names) {
+      for (const std::string& rawName : names.names()) {
         auto name = text::unescape(rawName);
         if (!name || name->empty()) bad(at, "name", "'{}' is not a node name", rawName);
         if (nodeIndex.count(*name)) {
@@ -230,7 +238,7 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       d.pci = f.count("pci") ? f["pci"] : "";
       d.numa = intField(at, f, "numa", -1, -1);
       d.gbps = f.count("speed") ? bandwidthField(at, f, "speed", 0) : 0;
-      for (const std::string& rawName : expandNames(at, "node", w[1])) {
+      for (const std::string& rawName : namePattern(at, "node", w[1]).names()) {
         auto name = text::unescape(rawName);
         if (!name || !nodeIndex.count(*name)) {
           bad(at, "node", "'{}' is not a node defined above", rawName);
@@ -241,12 +249,13 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       if (w.size() < 2 || w[1].find('=') != std::string::npos) {
         bad(at, "rank", "missing (rank R node=NAME ...)");
       }
-      auto list = text::parseIntList(w[1]);
-      if (!list || list->empty()) bad(at, "rank", "'{}' is not a rank or range (5, 0-7)", w[1]);
-      placed += static_cast<int64_t>(list->size());
+      auto ranges = text::parseIntRanges(w[1]);
+      if (!ranges || ranges->empty()) bad(at, "rank", "'{}' is not a rank or range (5, 0-7)", w[1]);
+      for (const auto& [lo, hi] : *ranges) placed += int64_t{hi} - lo + 1;
       if (placed > text::kMaxCount) {
         bad(at, "rank", "the rank lines place more than {} ranks", text::kMaxCount);
       }
+      auto list = text::parseIntList(w[1]);
       auto f = fields(at, w, 2, {"node", "gpu", "numa", "cpus"});
       if (!f.count("node")) bad(at, "node", "missing (the node this rank runs on)");
       RankLine r{lineNo,
