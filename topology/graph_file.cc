@@ -119,7 +119,7 @@ double latencyField(const Where& at, const std::map<std::string, std::string>& f
 // Rank placement lines, checked once every node is known.
 struct RankLine {
   int line;
-  std::vector<int> ranks;
+  std::vector<std::pair<int, int>> ranks;  // inclusive ranges, expanded only while placing
   std::string node;
   int gpu, numa;
   std::string cpus;
@@ -255,11 +255,10 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       if (placed > text::kMaxCount) {
         bad(at, "rank", "the rank lines place more than {} ranks", text::kMaxCount);
       }
-      auto list = text::parseIntList(w[1]);
       auto f = fields(at, w, 2, {"node", "gpu", "numa", "cpus"});
       if (!f.count("node")) bad(at, "node", "missing (the node this rank runs on)");
       RankLine r{lineNo,
-                 *list,
+                 std::move(*ranges),
                  f["node"],
                  intField(at, f, "gpu", -1, -1),
                  intField(at, f, "numa", -1, -1),
@@ -290,21 +289,23 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
     std::vector<std::vector<int>> members(g.nodes.size());
     for (const RankLine& r : rankLines) {
       const Where at{source, r.line};
-      for (int rank : r.ranks) {
-        if (rank >= total) {
-          bad(at, "rank", "rank {} is outside 0..{} (the node lines declare {} ranks)", rank,
-              total - 1, total);
+      for (const auto& [lo, hi] : r.ranks) {
+        for (int rank = lo; rank <= hi; ++rank) {
+          if (rank >= total) {
+            bad(at, "rank", "rank {} is outside 0..{} (the node lines declare {} ranks)", rank,
+                total - 1, total);
+          }
+          if (placedOn[rank])
+            bad(at, "rank", "rank {} is placed twice (first on line {})", rank, placedOn[rank]);
+          placedOn[rank] = r.line;
+          const int k = nodeIndex[r.node];
+          members[k].push_back(rank);
+          RankInfo& info = g.ranks[rank];
+          info.node = k;
+          info.gpu = r.gpu;
+          info.numa = r.numa;
+          info.cpus = r.cpus;
         }
-        if (placedOn[rank])
-          bad(at, "rank", "rank {} is placed twice (first on line {})", rank, placedOn[rank]);
-        placedOn[rank] = r.line;
-        const int k = nodeIndex[r.node];
-        members[k].push_back(rank);
-        RankInfo& info = g.ranks[rank];
-        info.node = k;
-        info.gpu = r.gpu;
-        info.numa = r.numa;
-        info.cpus = r.cpus;
       }
     }
     for (size_t k = 0; k < g.nodes.size(); ++k) {
