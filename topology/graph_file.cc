@@ -238,7 +238,12 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       d.pci = f.count("pci") ? f["pci"] : "";
       d.numa = intField(at, f, "numa", -1, -1);
       d.gbps = f.count("speed") ? bandwidthField(at, f, "speed", 0) : 0;
-      for (const std::string& rawName : namePattern(at, "node", w[1]).names()) {
+      const NamePattern nodes = namePattern(at, "node", w[1]);
+      if (nodes.count() > 1 && nodes.count() > static_cast<int64_t>(g.nodes.size())) {
+        bad(at, "node", "'{}' names {} nodes, more than the {} defined above", w[1], nodes.count(),
+            g.nodes.size());
+      }
+      for (const std::string& rawName : nodes.names()) {
         auto name = text::unescape(rawName);
         if (!name || !nodeIndex.count(*name)) {
           bad(at, "node", "'{}' is not a node defined above", rawName);
