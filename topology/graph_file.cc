@@ -17,6 +17,9 @@ namespace braid::topology {
 namespace {
 
 constexpr const char* kVersionWord = "braid-topology";
+// A file describes at most this many ranks in all (node lines declare, rank lines place): more is
+// a mistake, and a graph that size already takes hundreds of MB to hold and write back.
+constexpr int64_t kMaxRanks = 1 << 20;
 
 // Where a statement came from, for error messages.
 struct Where {
@@ -31,11 +34,24 @@ template <typename... Args>
        fmt::format(format, std::forward<Args>(args)...));
 }
 
-// "n[0-63]" -> n0..n63 ("gpu[00-07]" keeps the zero padding); a plain name is itself.
-std::vector<std::string> expandNames(const Where& at, const std::string& field,
-                                     const std::string& pattern) {
+// A node name, or a range of them: "n[0-63]" is n0..n63 ("gpu[00-07]" keeps the zero padding).
+// count() is known before names() makes them.
+struct NamePattern {
+  std::string head, tail;
+  int64_t lo = 0, hi = -1;  // hi < lo: no range, the name is `head`
+  size_t width = 0;
+  int64_t count() const { return hi < lo ? 1 : hi - lo + 1; }
+  std::vector<std::string> names() const {
+    if (hi < lo) return {head};
+    std::vector<std::string> out;
+    for (int64_t i = lo; i <= hi; ++i) out.push_back(head + fmt::format("{:0{}}", i, width) + tail);
+    return out;
+  }
+};
+
+NamePattern namePattern(const Where& at, const std::string& field, const std::string& pattern) {
   size_t open = pattern.find('['), close = pattern.find(']');
-  if (open == std::string::npos && close == std::string::npos) return {pattern};
+  if (open == std::string::npos && close == std::string::npos) return {pattern, ""};
   if (open == std::string::npos || close == std::string::npos || close < open) {
     bad(at, field, "'{}' has unbalanced brackets (a range is written n[0-63])", pattern);
   }
@@ -48,12 +64,7 @@ std::vector<std::string> expandNames(const Where& at, const std::string& field,
         range);
   }
   const size_t width = range[0] == '0' && dash != std::string::npos && dash > 1 ? dash : 0;
-  std::vector<std::string> out;
-  for (int64_t i = *lo; i <= *hi; ++i) {
-    out.push_back(pattern.substr(0, open) + fmt::format("{:0{}}", i, width) +
-                  pattern.substr(close + 1));
-  }
-  return out;
+  return {pattern.substr(0, open), pattern.substr(close + 1), *lo, *hi, width};
 }
 
 // The key=value words of a statement after its first `skip` words, each key once.
@@ -111,7 +122,7 @@ double latencyField(const Where& at, const std::map<std::string, std::string>& f
 // Rank placement lines, checked once every node is known.
 struct RankLine {
   int line;
-  std::vector<int> ranks;
+  std::vector<std::pair<int, int>> ranks;  // inclusive ranges, expanded only while placing
   std::string node;
   int gpu, numa;
   std::string cpus;
@@ -134,8 +145,8 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
   std::vector<int> nodeLine;
   std::map<std::string, int> linkLine;
   std::vector<RankLine> rankLines;
-  // Ranks the node lines declare and rank lines place, bounded as they are read: a short line
-  // like "node n[0-1048575] ranks=16777216" must be refused, not allocated.
+  // Ranks the node lines declare and rank lines place, bounded (kMaxRanks) as they are read: a
+  // short line like "node n[0-1048575] ranks=16777216" must be refused, not allocated.
   int64_t declared = 0, placed = 0;
   std::istringstream in(textIn);
   std::string line;
@@ -191,12 +202,12 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
         if (!bytes) bad(at, "l3", "'{}' is not a byte size (e.g. 32M)", f["l3"]);
         proto.l3Bytes = *bytes;
       }
-      const std::vector<std::string> names = expandNames(at, "name", w[1]);
-      declared += static_cast<int64_t>(names.size()) * ranks;
-      if (declared > text::kMaxCount) {
-        bad(at, "ranks", "the node lines declare more than {} ranks", text::kMaxCount);
+      const NamePattern names = namePattern(at, "name", w[1]);
+      declared += names.count() * ranks;
+      if (declared > kMaxRanks) {
+        bad(at, "ranks", "the node lines declare more than {} ranks", kMaxRanks);
       }
-      for (const std::string& rawName : names) {
+      for (const std::string& rawName : names.names()) {
         auto name = text::unescape(rawName);
         if (!name || name->empty()) bad(at, "name", "'{}' is not a node name", rawName);
         if (nodeIndex.count(*name)) {
@@ -230,7 +241,12 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       d.pci = f.count("pci") ? f["pci"] : "";
       d.numa = intField(at, f, "numa", -1, -1);
       d.gbps = f.count("speed") ? bandwidthField(at, f, "speed", 0) : 0;
-      for (const std::string& rawName : expandNames(at, "node", w[1])) {
+      const NamePattern nodes = namePattern(at, "node", w[1]);
+      if (nodes.count() > 1 && nodes.count() > static_cast<int64_t>(g.nodes.size())) {
+        bad(at, "node", "'{}' names {} nodes, more than the {} defined above", w[1], nodes.count(),
+            g.nodes.size());
+      }
+      for (const std::string& rawName : nodes.names()) {
         auto name = text::unescape(rawName);
         if (!name || !nodeIndex.count(*name)) {
           bad(at, "node", "'{}' is not a node defined above", rawName);
@@ -241,16 +257,16 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       if (w.size() < 2 || w[1].find('=') != std::string::npos) {
         bad(at, "rank", "missing (rank R node=NAME ...)");
       }
-      auto list = text::parseIntList(w[1]);
-      if (!list || list->empty()) bad(at, "rank", "'{}' is not a rank or range (5, 0-7)", w[1]);
-      placed += static_cast<int64_t>(list->size());
-      if (placed > text::kMaxCount) {
-        bad(at, "rank", "the rank lines place more than {} ranks", text::kMaxCount);
+      auto ranges = text::parseIntRanges(w[1]);
+      if (!ranges || ranges->empty()) bad(at, "rank", "'{}' is not a rank or range (5, 0-7)", w[1]);
+      for (const auto& [lo, hi] : *ranges) placed += int64_t{hi} - lo + 1;
+      if (placed > kMaxRanks) {
+        bad(at, "rank", "the rank lines place more than {} ranks", kMaxRanks);
       }
       auto f = fields(at, w, 2, {"node", "gpu", "numa", "cpus"});
       if (!f.count("node")) bad(at, "node", "missing (the node this rank runs on)");
       RankLine r{lineNo,
-                 *list,
+                 std::move(*ranges),
                  f["node"],
                  intField(at, f, "gpu", -1, -1),
                  intField(at, f, "numa", -1, -1),
@@ -281,21 +297,23 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
     std::vector<std::vector<int>> members(g.nodes.size());
     for (const RankLine& r : rankLines) {
       const Where at{source, r.line};
-      for (int rank : r.ranks) {
-        if (rank >= total) {
-          bad(at, "rank", "rank {} is outside 0..{} (the node lines declare {} ranks)", rank,
-              total - 1, total);
+      for (const auto& [lo, hi] : r.ranks) {
+        for (int rank = lo; rank <= hi; ++rank) {
+          if (rank >= total) {
+            bad(at, "rank", "rank {} is outside 0..{} (the node lines declare {} ranks)", rank,
+                total - 1, total);
+          }
+          if (placedOn[rank])
+            bad(at, "rank", "rank {} is placed twice (first on line {})", rank, placedOn[rank]);
+          placedOn[rank] = r.line;
+          const int k = nodeIndex[r.node];
+          members[k].push_back(rank);
+          RankInfo& info = g.ranks[rank];
+          info.node = k;
+          info.gpu = r.gpu;
+          info.numa = r.numa;
+          info.cpus = r.cpus;
         }
-        if (placedOn[rank])
-          bad(at, "rank", "rank {} is placed twice (first on line {})", rank, placedOn[rank]);
-        placedOn[rank] = r.line;
-        const int k = nodeIndex[r.node];
-        members[k].push_back(rank);
-        RankInfo& info = g.ranks[rank];
-        info.node = k;
-        info.gpu = r.gpu;
-        info.numa = r.numa;
-        info.cpus = r.cpus;
       }
     }
     for (size_t k = 0; k < g.nodes.size(); ++k) {

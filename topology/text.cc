@@ -140,8 +140,8 @@ std::string formatBandwidth(double gbytesPerSec) { return formatReal(gbytesPerSe
 
 std::string formatLatency(double us) { return formatReal(us) + "us"; }
 
-std::optional<std::vector<int>> parseIntList(const std::string& text) {
-  std::vector<int> out;
+std::optional<std::vector<std::pair<int, int>>> parseIntRanges(const std::string& text) {
+  std::vector<std::pair<int, int>> out;
   if (text.empty()) return out;
   std::stringstream in(text);
   std::string item;
@@ -150,14 +150,24 @@ std::optional<std::vector<int>> parseIntList(const std::string& text) {
     if (dash == std::string::npos) {
       auto v = parseInt(item);
       if (!v || *v < 0 || *v > kMaxCount) return std::nullopt;
-      out.push_back(static_cast<int>(*v));
+      out.emplace_back(static_cast<int>(*v), static_cast<int>(*v));
       continue;
     }
     auto lo = parseInt(item.substr(0, dash)), hi = parseInt(item.substr(dash + 1));
     if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > kMaxCount) return std::nullopt;
-    for (int64_t v = *lo; v <= *hi; ++v) out.push_back(static_cast<int>(v));
+    out.emplace_back(static_cast<int>(*lo), static_cast<int>(*hi));
   }
-  if (!text.empty() && text.back() == ',') return std::nullopt;
+  if (text.back() == ',') return std::nullopt;
+  return out;
+}
+
+std::optional<std::vector<int>> parseIntList(const std::string& text) {
+  auto ranges = parseIntRanges(text);
+  if (!ranges) return std::nullopt;
+  std::vector<int> out;
+  for (const auto& [lo, hi] : *ranges) {
+    for (int64_t v = lo; v <= hi; ++v) out.push_back(static_cast<int>(v));
+  }
   return out;
 }
 

@@ -43,6 +43,8 @@ std::string formatLatency(double us);
 
 /// Parses "0-3,8,10-11" into the listed integers in order; nullopt on junk or a reversed range.
 std::optional<std::vector<int>> parseIntList(const std::string& text);
+/// The same list as inclusive ranges ({0,3},{8,8},{10,11}): its size is known before it is made.
+std::optional<std::vector<std::pair<int, int>>> parseIntRanges(const std::string& text);
 /// Writes a sorted-or-not list compactly ("0-3,8").
 std::string formatIntList(const std::vector<int>& values);
 

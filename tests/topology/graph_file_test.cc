@@ -157,8 +157,9 @@ TEST(GraphFile, BadFilesNameLineAndField) {
       {"node a%ZZ ranks=1\n", 1, "name"},
       // Sizes refused before they are allocated (fuzz/corpus/topology_file/regress_*).
       {"node n[0-1048575] ranks=16777216\n", 1, "ranks"},
-      {"node a ranks=16777216\nnode b ranks=1\n", 2, "ranks"},
-      {"node a ranks=1\nrank 0-16777215 node=a\nrank 0-16777215 node=a\n", 3, "rank"},
+      {"node a ranks=1048576\nnode b ranks=1\n", 2, "ranks"},
+      {"node a ranks=1\nrank 0-1048575 node=a\nrank 0-1048575 node=a\n", 3, "rank"},
+      {"node n[0-1] ranks=1\ndevice n[0-1048575] kind=gpu\n", 2, "node"},
   };
   for (const BadCase& c : cases) {
     try {
