@@ -122,7 +122,20 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
   probed_ = true;
   if (args.header.coll == Collective::kSend) return;  // p2p waits are the user's to order
   const transport::MessageMeta probe = probeOf(expectedMeta_);
+  // A channel this rank still sends on in this run carries its header to the peer anyway, and a
+  // probe there would hold one of the slots that sending needs until the peer reads it (with
+  // BRAID_SLOTS=2 a schedule's one-slot-ahead rounds could then stall): probe the others only.
+  auto sendsLater = [&](int peer, int channel) {
+    for (const Cursor& c : cursors_) {
+      for (size_t i = c.step; i < c.lane->steps.size(); ++i) {
+        const Step& s = c.lane->steps[i];
+        if (s.channel == channel && primSends(s.prim) && s.sendPeer == peer) return true;
+      }
+    }
+    return false;
+  };
   auto probeOne = [&](int peer, int channel) {
+    if (sendsLater(peer, channel)) return;
     transport::SendChannel& ch = ep_.send(peer, channel);
     if (ch.tryAcquire() != nullptr) ch.post(0, probe);
   };
