@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "bench/perf/names.h"
+#include "bench/format/names.h"
 #include "common/env.h"
 #include "common/error.h"
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "bench/perf/colls.h"
+#include "bench/format/colls.h"
 #include "braid/braid.hpp"
 
 namespace braid::bench {

@@ -12,9 +12,9 @@
 
 #include "bench/perf/args.h"
 #include "bench/perf/data.h"
-#include "bench/perf/names.h"
+#include "bench/format/names.h"
 #include "bench/perf/report.h"
-#include "bench/perf/table.h"
+#include "bench/format/table.h"
 #include "bench/perf/target.h"
 #include "bench/perf/world.h"
 #include "braid/deadline.hpp"

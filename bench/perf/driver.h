@@ -2,7 +2,7 @@
 // ops x roots, time out-of-place and in-place runs, validate, print nccl-tests' table, write JSON.
 #pragma once
 
-#include "bench/perf/colls.h"
+#include "bench/format/colls.h"
 #include "braid/braid.hpp"
 
 namespace braid::bench {

@@ -4,7 +4,7 @@
 #include <ctime>
 #include <fstream>
 
-#include "bench/perf/names.h"
+#include "bench/format/names.h"
 #include "common/error.h"
 
 namespace braid::bench {

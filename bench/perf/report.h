@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/perf/args.h"
-#include "bench/perf/table.h"
+#include "bench/format/table.h"
 
 namespace braid::bench {
 

@@ -1,5 +1,5 @@
 // How each *_perf binary calls its collective, blocking and non-blocking.
-#include "bench/perf/colls.h"
+#include "bench/format/colls.h"
 #include "bench/perf/driver.h"
 #include "common/error.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/perf/args.h"
-#include "bench/perf/colls.h"
+#include "bench/format/colls.h"
 #include "braid/braid.hpp"
 
 namespace braid::bench {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/perf/names.h"
+#include "bench/format/names.h"
 
 namespace braid::bench {
 namespace {

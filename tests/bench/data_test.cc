@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "bench/perf/colls.h"
+#include "bench/format/colls.h"
 
 namespace braid::bench {
 namespace {

@@ -1,6 +1,6 @@
 // The table must match nccl-tests' printf output character for character; the expected strings
 // are written by hand from nccl-tests' formats.
-#include "bench/perf/table.h"
+#include "bench/format/table.h"
 
 #include <gtest/gtest.h>
 

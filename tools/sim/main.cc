@@ -5,16 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
-#include <map>
 
-#include "bench/perf/colls.h"
-#include "bench/perf/names.h"
-#include "bench/perf/table.h"
+#include "bench/format/colls.h"
+#include "bench/format/table.h"
 #include "braid/types.hpp"
-#include "comm/tuner.h"
-#include "common/env.h"
 #include "common/error.h"
-#include "topology/topology.h"
+#include "tools/tuner_flags/tuner_flags.h"
 
 namespace {
 
@@ -22,7 +18,7 @@ using braid::Collective;
 using braid::ErrorCode;
 
 struct Flags {
-  std::string topoFile;
+  braid::tools::TunerFlags tuner;
   std::string collective = "allreduce";
   std::string minBytes = "32M", maxBytes = "32M";
   std::string stepBytes = "1M";
@@ -31,47 +27,8 @@ struct Flags {
   std::string type = "float", op = "sum";
   int root = 0;
   std::string algo = "auto";
-  std::string chunk;  // "" = the communicator's default for this topology
-  int slots = 8;
-  int channels = 0;  // 0 = the communicator's default for this topology
-  bool pickChunk = false;
   bool showAlgo = false;
 };
-
-size_t bytesFlag(const std::string& name, const std::string& text) {
-  auto v = braid::parseBytes(text);
-  BRAID_ENFORCE(v.has_value(), ErrorCode::kInvalidUsage, "{} '{}' is not a size (e.g. 8, 64K, 1G)",
-                name, text);
-  return *v;
-}
-
-Collective collectiveOf(const std::string& name) {
-  static const std::map<std::string, Collective> names{
-      {"allreduce", Collective::kAllReduce},         {"all_reduce", Collective::kAllReduce},
-      {"reducescatter", Collective::kReduceScatter}, {"reduce_scatter", Collective::kReduceScatter},
-      {"allgather", Collective::kAllGather},         {"all_gather", Collective::kAllGather},
-      {"broadcast", Collective::kBroadcast},         {"reduce", Collective::kReduce}};
-  auto it = names.find(name);
-  BRAID_ENFORCE(
-      it != names.end(), ErrorCode::kInvalidUsage,
-      "--collective '{}': choose allreduce, reducescatter, allgather, broadcast or reduce", name);
-  return it->second;
-}
-
-braid::Collective shapeOf(Collective c) {
-  switch (c) {
-    case Collective::kReduceScatter:
-      return braid::Collective::kReduceScatter;
-    case Collective::kAllGather:
-      return braid::Collective::kAllGather;
-    case Collective::kBroadcast:
-      return braid::Collective::kBroadcast;
-    case Collective::kReduce:
-      return braid::Collective::kReduce;
-    default:
-      return braid::Collective::kAllReduce;
-  }
-}
 
 // The first `ranks` ranks of `g` (nodes left without ranks dropped).
 braid::topology::ClusterGraph firstRanks(const braid::topology::ClusterGraph& g, int ranks) {
@@ -101,21 +58,17 @@ braid::topology::ClusterGraph firstRanks(const braid::topology::ClusterGraph& g,
 }
 
 int run(const Flags& f) {
-  braid::topology::ClusterGraph graph;
   std::string origin;
-  if (!f.topoFile.empty()) {
-    graph = braid::topology::loadGraph(f.topoFile);
-    origin = f.topoFile;
-  } else if (auto g = braid::topology::graphFromEnvironment()) {
+  braid::topology::ClusterGraph graph;
+  if (auto g = braid::tools::graphFromFlags(f.tuner, &origin)) {
     graph = *g;
-    origin = *braid::envString(braid::topology::kTopoFileEnv);
   } else {
     graph = braid::topology::uniformGraph(1, f.ranks > 0 ? f.ranks : 2);
     origin = "one node of shared-memory ranks (no --topo)";
   }
   graph = firstRanks(graph, f.ranks);
   const int n = graph.size();
-  const Collective coll = collectiveOf(f.collective);
+  const Collective coll = braid::tools::collectivesFlag(f.collective, false).front();
   const braid::bench::CollInfo& info = braid::bench::collInfo(coll);
   braid::DataType type;
   braid::RedOp op;
@@ -129,20 +82,11 @@ int run(const Flags& f) {
   BRAID_ENFORCE(!info.hasRoot || (f.root >= 0 && f.root < n), ErrorCode::kInvalidUsage,
                 "-r {} is not a rank of this {}-rank topology", f.root, n);
 
-  braid::comm::TunerConfig config;
-  config.nranks = n;
-  // Unless given, the slot size and lanes a communicator on this topology would use.
-  const int nodes = static_cast<int>(graph.nodes.size());
-  config.slotBytes =
-      f.chunk.empty() ? braid::comm::defaultSlotBytes(nodes) : bytesFlag("--chunk", f.chunk);
-  config.slots = f.slots;
-  config.channels = f.channels > 0 ? f.channels : braid::comm::defaultChannels(nodes);
-  config.pickChunk = f.pickChunk;
+  braid::comm::TunerConfig config = braid::tools::tunerConfigOf(graph, f.tuner);
   config.forced = forced;
-  config.model = braid::comm::makeTunerModel(graph);
 
-  const size_t lo = bytesFlag("-b", f.minBytes), hi = bytesFlag("-e", f.maxBytes);
-  const size_t step = bytesFlag("-i", f.stepBytes);
+  const size_t lo = braid::tools::bytesFlag("-b", f.minBytes), hi = braid::tools::bytesFlag("-e", f.maxBytes);
+  const size_t step = braid::tools::bytesFlag("-i", f.stepBytes);
   const bool byFactor = f.factor > 0;
   BRAID_ENFORCE(lo >= 1 && lo <= hi && (byFactor ? f.factor > 1 : step > 0),
                 ErrorCode::kInvalidUsage,
@@ -166,7 +110,7 @@ int run(const Flags& f) {
     if (counts.paramCount == 0) continue;
     // What the communicator hands the tuner: its input bytes.
     const size_t input = counts.sendCount * elem;
-    braid::comm::Choice choice = braid::comm::choose(config, shapeOf(coll), input);
+    braid::comm::Choice choice = braid::comm::choose(config, coll, input);
     BRAID_ENFORCE(choice.predictedUs > 0, ErrorCode::kInvalidUsage,
                   "the cost model cannot price {} on this topology", f.algo);
     braid::bench::Row row;
@@ -203,7 +147,8 @@ int main(int argc, char** argv) {
       "braid-sim: the nccl-tests table a collective would print on a topology, predicted by "
       "braid's cost model (no ranks run)"};
   Flags f;
-  app.add_option("--topo", f.topoFile, "topology file (default: BRAID_TOPO_FILE, else one node)");
+  braid::tools::addTunerFlags(app, f.tuner,
+                              "topology file (default: BRAID_TOPO_FILE, else one node)");
   app.add_option("--collective", f.collective,
                  "allreduce, reducescatter, allgather, broadcast or reduce (default allreduce)");
   app.add_option("-b,--minbytes", f.minBytes, "smallest size (default 32M)");
@@ -216,13 +161,6 @@ int main(int argc, char** argv) {
   app.add_option("-o,--op", f.op, "reduction op (default sum)");
   app.add_option("-r,--root", f.root, "root of broadcast/reduce (default 0)");
   app.add_option("--algo", f.algo, "auto, ring, oneshot, chain, tree or hier (default auto)");
-  app.add_option("--chunk", f.chunk,
-                 "slot size, as BRAID_CHUNK (default 128K on one node, 1M on several)");
-  app.add_option("--slots", f.slots, "slots per channel, as BRAID_SLOTS (default 8)");
-  app.add_option("--channels", f.channels,
-                 "channels, as BRAID_CHANNELS (default 1 on one node, 4 on several)");
-  app.add_flag("--pick-chunk", f.pickChunk,
-               "also price pieces smaller than the slot for chain, tree and hier");
   app.add_flag("--show-algo", f.showAlgo, "append the chosen algorithm, lanes and chunk per row");
   CLI11_PARSE(app, argc, argv);
   try {

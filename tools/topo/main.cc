@@ -8,64 +8,26 @@
 #include <iostream>
 #include <optional>
 
-#include "comm/tuner.h"
-#include "common/env.h"
 #include "common/error.h"
-#include "topology/topology.h"
+#include "tools/tuner_flags/tuner_flags.h"
 
 namespace {
 
 using braid::Collective;
 
 struct Flags {
-  std::string topoFile;
+  braid::tools::TunerFlags tuner;
   int ranks = 0;
   std::string minBytes = "8", maxBytes = "1G";
   double factor = 2;
   std::string collective = "all";
-  std::string chunk;  // "" = the communicator's default for the topology
-  int slots = 8;
-  int channels = 0;  // 0 = the communicator's default for the topology
-  bool pickChunk = false;
   std::string dumpFile;
   std::string explainSize;
 };
 
-size_t bytesFlag(const std::string& name, const std::string& text) {
-  auto v = braid::parseBytes(text);
-  BRAID_ENFORCE(v.has_value(), braid::ErrorCode::kInvalidUsage,
-                "{} '{}' is not a size (e.g. 8, 64K, 1G)", name, text);
-  return *v;
-}
-
-std::vector<Collective> shapesOf(const std::string& name) {
-  const std::vector<std::pair<const char*, Collective>> all{{"allreduce", Collective::kAllReduce},
-                                                       {"reducescatter", Collective::kReduceScatter},
-                                                       {"allgather", Collective::kAllGather},
-                                                       {"broadcast", Collective::kBroadcast},
-                                                       {"reduce", Collective::kReduce}};
-  std::vector<Collective> out;
-  for (const auto& [n, s] : all) {
-    if (name == "all" || name == n) out.push_back(s);
-  }
-  BRAID_ENFORCE(!out.empty(), braid::ErrorCode::kInvalidUsage,
-                "--collective '{}': choose all, allreduce, reducescatter, allgather, broadcast "
-                "or reduce",
-                name);
-  return out;
-}
-
 // The graph: --topo, else BRAID_TOPO_FILE, else this host discovered with `ranks` ranks on it.
 braid::topology::ClusterGraph graphOf(const Flags& f, std::string* origin) {
-  if (!f.topoFile.empty()) {
-    *origin = "loaded from " + f.topoFile;
-    return braid::topology::loadGraph(f.topoFile);
-  }
-  if (auto g = braid::topology::graphFromEnvironment()) {
-    *origin = fmt::format("loaded from {}={}", braid::topology::kTopoFileEnv,
-                          *braid::envString(braid::topology::kTopoFileEnv));
-    return *g;
-  }
+  if (auto g = braid::tools::graphFromFlags(f.tuner, origin)) return *g;
   braid::topology::RankDescriptor self = braid::topology::localDescriptor();
   int ranks = f.ranks > 0 ? f.ranks : std::max(2, self.pus);
   *origin = fmt::format("discovered on this host ({}), assuming {} rank(s) on it",
@@ -88,31 +50,23 @@ size_t inputBytesOf(Collective shape, size_t size, int n) {
 int run(const Flags& f) {
   std::string origin;
   braid::topology::ClusterGraph graph = graphOf(f, &origin);
-  if (f.ranks > 0 && f.ranks != graph.size() && !f.topoFile.empty()) {
+  if (f.ranks > 0 && f.ranks != graph.size() && !f.tuner.topoFile.empty()) {
     braid::fail(braid::ErrorCode::kInvalidUsage, "--ranks {} disagrees with {} ({} ranks)", f.ranks,
-                f.topoFile, graph.size());
+                f.tuner.topoFile, graph.size());
   }
   if (!f.dumpFile.empty()) braid::topology::saveGraph(graph, f.dumpFile);
-  braid::comm::TunerConfig config;
-  config.nranks = graph.size();
-  const int nodes = static_cast<int>(graph.nodes.size());
-  config.slotBytes =
-      f.chunk.empty() ? braid::comm::defaultSlotBytes(nodes) : bytesFlag("--chunk", f.chunk);
-  config.slots = f.slots;
-  config.channels = f.channels > 0 ? f.channels : braid::comm::defaultChannels(nodes);
-  config.pickChunk = f.pickChunk;
-  config.model = braid::comm::makeTunerModel(graph);
+  const braid::comm::TunerConfig config = braid::tools::tunerConfigOf(graph, f.tuner);
   fmt::print("# braid-topo: {}\n", origin);
   fmt::print("{}", braid::topology::describeGraph(graph));
-  const std::vector<Collective> shapes = shapesOf(f.collective);
+  const std::vector<Collective> shapes = braid::tools::collectivesFlag(f.collective, true);
   if (!f.explainSize.empty()) {
     for (Collective s : shapes) {
-      size_t size = bytesFlag("--explain", f.explainSize);
+      size_t size = braid::tools::bytesFlag("--explain", f.explainSize);
       fmt::print("\n{}", braid::comm::explain(config, s, inputBytesOf(s, size, config.nranks)));
     }
     return 0;
   }
-  const size_t lo = bytesFlag("-b", f.minBytes), hi = bytesFlag("-e", f.maxBytes);
+  const size_t lo = braid::tools::bytesFlag("-b", f.minBytes), hi = braid::tools::bytesFlag("-e", f.maxBytes);
   BRAID_ENFORCE(lo >= 1 && lo <= hi && f.factor > 1, braid::ErrorCode::kInvalidUsage,
                 "sizes: need 1 <= -b <= -e and -f > 1 (got {} .. {}, factor {})", lo, hi, f.factor);
   fmt::print("\n# decisions (slot {} x {} slots, {} channel(s)); size as nccl-tests counts it\n",
@@ -150,22 +104,15 @@ int main(int argc, char** argv) {
       "braid-topo: the topology braid discovers (or loads) and the algorithm the tuner picks per "
       "collective and size, with predicted times"};
   Flags f;
-  app.add_option("--topo", f.topoFile,
-                 "topology file to load (default: BRAID_TOPO_FILE, else "
-                 "discover this host)");
+  braid::tools::addTunerFlags(app, f.tuner,
+                              "topology file to load (default: BRAID_TOPO_FILE, else discover "
+                              "this host)");
   app.add_option("-n,--ranks", f.ranks, "ranks on this host when discovering (default: its CPUs)");
   app.add_option("-b,--minbytes", f.minBytes, "smallest size (default 8)");
   app.add_option("-e,--maxbytes", f.maxBytes, "largest size (default 1G)");
   app.add_option("-f,--stepfactor", f.factor, "size factor between rows (default 2)");
   app.add_option("--collective", f.collective,
                  "all, allreduce, reducescatter, allgather, broadcast or reduce");
-  app.add_option("--chunk", f.chunk,
-                 "slot size, as BRAID_CHUNK (default 128K on one node, 1M on several)");
-  app.add_option("--slots", f.slots, "slots per channel, as BRAID_SLOTS (default 8)");
-  app.add_option("--channels", f.channels,
-                 "channels, as BRAID_CHANNELS (default 1 on one node, 4 on several)");
-  app.add_flag("--pick-chunk", f.pickChunk,
-               "also price pieces smaller than the slot for chain, tree and hier");
   app.add_option("--dump", f.dumpFile, "write the graph to this topology file");
   app.add_option("--explain", f.explainSize,
                  "explain the decision at this one size instead of printing the table");

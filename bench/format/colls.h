@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "braid/braid.hpp"
+#include "braid/types.hpp"
 
 namespace braid::bench {
 

@@ -1,4 +1,4 @@
-#include "bench/perf/names.h"
+#include "bench/format/names.h"
 
 namespace braid::bench {
 

@@ -1,4 +1,4 @@
-#include "bench/perf/colls.h"
+#include "bench/format/colls.h"
 
 #include "common/error.h"
 

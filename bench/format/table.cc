@@ -1,4 +1,4 @@
-#include "bench/perf/table.h"
+#include "bench/format/table.h"
 
 #include <fmt/printf.h>
 
