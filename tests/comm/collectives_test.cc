@@ -3,23 +3,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <mutex>
-
-#include "tests/comm/harness.h"
-#include "tests/comm/reference.h"
+#include "tests/kit/host_case.h"
 
 namespace braid::testing {
 namespace {
 
-constexpr DataType kTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
-                               DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
-                               DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
-                               DataType::kBFloat16};
-constexpr RedOp kOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg};
-constexpr Collective kColls[] = {Collective::kAllReduce, Collective::kReduceScatter,
-                                 Collective::kAllGather, Collective::kBroadcast,
-                                 Collective::kReduce};
+constexpr const auto& kTypes = kAllTypes;
+constexpr const auto& kOps = kAllOps;
+constexpr const auto& kColls = kScheduledCollectives;
 
 bool algorithmRuns(Algorithm algo, Collective coll) {
   bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
@@ -28,112 +19,12 @@ bool algorithmRuns(Algorithm algo, Collective coll) {
   return true;
 }
 
-struct Case {
-  Collective coll;
-  DataType type;
-  RedOp op;
-  size_t count;  // per the API: recvCount for reduceScatter, sendCount for allGather
-  bool inPlace;
-  int root;
-  std::string name() const {
-    return fmt::format("{} {} {} count={} {} root={}", collectiveName(coll), dataTypeName(type),
-                       reduces(coll) ? redOpName(op) : "-", count,
-                       inPlace ? "in-place" : "out-of-place", root);
-  }
-};
+using Case = CollectiveCase;
 
-// Runs one case on one rank and returns "" or what was wrong.
-std::string runCase(Communicator& comm, const Case& c) {
-  const int n = comm.size(), r = comm.rank();
-  const size_t elem = dataTypeSize(c.type);
-  size_t inCount = c.count, outCount = c.count;
-  if (c.coll == Collective::kReduceScatter) inCount = c.count * n;
-  if (c.coll == Collective::kAllGather) outCount = c.count * n;
-  std::vector<char> in(inCount * elem + 1), out(outCount * elem + 1), want(outCount * elem + 1);
-  const RedOp dataOp = reduces(c.coll) ? c.op : RedOp::kSum;
-  fillInput(c.type, dataOp, r, in.data(), inCount, c.coll == Collective::kAllGather ? 0 : 0);
-  std::memset(out.data(), 0xA5, out.size());
-  // Expected output.
-  switch (c.coll) {
-    case Collective::kAllReduce:
-    case Collective::kReduce:
-      for (size_t i = 0; i < outCount; ++i) storeExpected(c.type, c.op, n, i, want.data(), i);
-      break;
-    case Collective::kReduceScatter:
-      for (size_t i = 0; i < outCount; ++i)
-        storeExpected(c.type, c.op, n, r * c.count + i, want.data(), i);
-      break;
-    case Collective::kAllGather:
-      for (int q = 0; q < n; ++q)
-        for (size_t i = 0; i < c.count; ++i)
-          store(c.type, want.data(), q * c.count + i, inputValue(c.type, dataOp, q, i));
-      break;
-    case Collective::kBroadcast:
-      for (size_t i = 0; i < outCount; ++i)
-        store(c.type, want.data(), i, inputValue(c.type, dataOp, c.root, i));
-      break;
-    default:
-      break;
-  }
-  // In place: the data starts where the result goes.
-  void* send = in.data();
-  void* recv = out.data();
-  if (c.inPlace) {
-    switch (c.coll) {
-      case Collective::kReduceScatter:
-        std::memcpy(in.data(), in.data(), 0);
-        recv = in.data() + r * c.count * elem;
-        break;
-      case Collective::kAllGather:
-        std::memcpy(out.data() + r * c.count * elem, in.data(), c.count * elem);
-        send = out.data() + r * c.count * elem;
-        break;
-      default:
-        recv = in.data();
-        break;
-    }
-  }
-  switch (c.coll) {
-    case Collective::kAllReduce:
-      comm.allReduce(send, recv, c.count, c.type, c.op);
-      break;
-    case Collective::kReduceScatter:
-      comm.reduceScatter(send, recv, c.count, c.type, c.op);
-      break;
-    case Collective::kAllGather:
-      comm.allGather(send, recv, c.count, c.type);
-      break;
-    case Collective::kBroadcast:
-      comm.broadcast(send, recv, c.count, c.type, c.root);
-      break;
-    case Collective::kReduce:
-      comm.reduce(send, recv, c.count, c.type, c.op, c.root);
-      break;
-    default:
-      break;
-  }
-  if (c.coll == Collective::kReduce && r != c.root) return "";
-  long bad = firstMismatch(recv, want.data(), outCount, elem);
-  if (bad < 0) return "";
-  return fmt::format("rank {}: {}: element {} wrong", r, c.name(), bad);
-}
-
-// Runs every case on n ranks (same order everywhere) and reports each wrong result and error.
+// Runs every case on n ranks with the same options.
 void runAndCheck(int n, const Options& options, const std::vector<Case>& cases) {
-  std::mutex mutex;
-  std::vector<std::string> wrong;
-  auto errors = runRanks(n, options, [&](Communicator& comm) {
-    for (const Case& c : cases) {
-      std::string problem = runCase(comm, c);
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> lock(mutex);
-        wrong.push_back(problem);
-      }
-    }
-  });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
-  for (size_t i = 0; i < wrong.size() && i < 10; ++i) ADD_FAILURE() << wrong[i];
-  EXPECT_EQ(wrong.size(), 0u);
+  runCasesOnThreads(
+      n, [&](int) { return options; }, cases);
 }
 
 struct Param {

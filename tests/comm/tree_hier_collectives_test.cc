@@ -5,20 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <cstring>
-#include <mutex>
 
-#include "tests/comm/harness.h"
-#include "tests/comm/reference.h"
+#include "tests/kit/host_case.h"
 
 namespace braid::testing {
 namespace {
 
-constexpr DataType kTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
-                               DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
-                               DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
-                               DataType::kBFloat16};
-constexpr RedOp kOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg};
+constexpr const auto& kTypes = kAllTypes;
+constexpr const auto& kOps = kAllOps;
 constexpr size_t kCounts[] = {0, 1, 2, 7, 1023};
 
 struct Case {
@@ -37,40 +31,14 @@ std::vector<Case> fullMatrix() {
   return cases;
 }
 
-// One all-reduce on one rank; "" or what was wrong.
-std::string runAllReduce(Communicator& comm, const Case& c) {
-  const int n = comm.size(), r = comm.rank();
-  const size_t elem = dataTypeSize(c.type);
-  std::vector<char> in(c.count * elem + 1), out(c.count * elem + 1, char(0xA5)),
-      want(c.count * elem + 1);
-  fillInput(c.type, c.op, r, in.data(), c.count);
-  for (size_t i = 0; i < c.count; ++i) storeExpected(c.type, c.op, n, i, want.data(), i);
-  void* recv = c.inPlace ? in.data() : out.data();
-  comm.allReduce(in.data(), recv, c.count, c.type, c.op);
-  long bad = firstMismatch(recv, want.data(), c.count, elem);
-  if (bad < 0) return "";
-  return fmt::format("rank {}: allreduce {} {} count={} {}: element {} wrong", r,
-                     dataTypeName(c.type), redOpName(c.op), c.count,
-                     c.inPlace ? "in-place" : "out-of-place", bad);
-}
-
-// Runs the cases on every rank (same order everywhere); rank r uses optionsOf(r).
+// Runs the all-reduce cases on every rank (same order everywhere); rank r uses optionsOf(r).
 void runAndCheck(int n, const std::function<Options(int)>& optionsOf,
                  const std::vector<Case>& cases) {
-  std::mutex mutex;
-  std::vector<std::string> wrong;
-  auto errors = runRanksEach(n, optionsOf, [&](Communicator& comm) {
-    for (const Case& c : cases) {
-      std::string problem = runAllReduce(comm, c);
-      if (!problem.empty()) {
-        std::lock_guard<std::mutex> lock(mutex);
-        wrong.push_back(problem);
-      }
-    }
-  });
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
-  for (size_t i = 0; i < wrong.size() && i < 10; ++i) ADD_FAILURE() << wrong[i];
-  EXPECT_EQ(wrong.size(), 0u);
+  std::vector<CollectiveCase> all;
+  for (const Case& c : cases) {
+    all.push_back({Collective::kAllReduce, c.type, c.op, c.count, c.inPlace, -1});
+  }
+  runCasesOnThreads(n, optionsOf, all);
 }
 
 // Options posing rank r as a rank of node nodeOf[r].
@@ -173,13 +141,16 @@ TEST_P(HierAllReduce, EveryTypeAndOpMatchesTheReference) {
               rotatedMatrix(shape.rotation));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    FakeNodes, HierAllReduce,
-    ::testing::Values(NodeLayout{"2x4", blocks({4, 4}), 0}, NodeLayout{"3x3", blocks({3, 3, 3}), 1},
-                      NodeLayout{"4x1", blocks({1, 1, 1, 1}), 2}, NodeLayout{"2plus3", blocks({2, 3}), 3},
-                      NodeLayout{"1plus1plus3", blocks({1, 1, 3}), 5},
-                      NodeLayout{"interleaved2x3", {0, 1, 0, 1, 0, 1}, 6}),
-    [](const ::testing::TestParamInfo<NodeLayout>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(FakeNodes, HierAllReduce,
+                         ::testing::Values(NodeLayout{"2x4", blocks({4, 4}), 0},
+                                           NodeLayout{"3x3", blocks({3, 3, 3}), 1},
+                                           NodeLayout{"4x1", blocks({1, 1, 1, 1}), 2},
+                                           NodeLayout{"2plus3", blocks({2, 3}), 3},
+                                           NodeLayout{"1plus1plus3", blocks({1, 1, 3}), 5},
+                                           NodeLayout{"interleaved2x3", {0, 1, 0, 1, 0, 1}, 6}),
+                         [](const ::testing::TestParamInfo<NodeLayout>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // The communicator groups ranks by host key (Options::hostName here) in order of first rank.
 TEST(NodeLayout, RecordedFromHostNames) {

@@ -11,28 +11,18 @@
 #include <vector>
 
 #include "braid/braid.hpp"
-#include "kernels/cuda/reference.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace braid::cudatest {
 
-/// Rank r's input of `count` elements.
+/// Rank r's input of `count` elements (the kit's closed form for op).
 inline std::vector<char> rankInput(int r, size_t count, DataType t, RedOp op) {
-  std::vector<char> b(count * dataTypeSize(t));
-  for (size_t i = 0; i < count; ++i) setElem(b.data(), i, t, exactValue(r, i, op));
-  return b;
+  return testing::rankInput(Collective::kAllReduce, t, op, count, 1, r);
 }
 
 /// The reduction over ranks 0..n-1 of rankInput (kAvg divided by n as the schedules finalize).
 inline std::vector<char> reducedInputs(int n, size_t count, DataType t, RedOp op) {
-  std::vector<std::vector<char>> in;
-  std::vector<const void*> srcs;
-  for (int r = 0; r < n; ++r) in.push_back(rankInput(r, count, t, op));
-  for (auto& b : in) srcs.push_back(b.data());
-  std::vector<char> out(count * dataTypeSize(t));
-  kernels::cuda::reference::reduceMany(out.data(), srcs.data(), n, count, t, op,
-                                       op == RedOp::kAvg && n > 1 ? n : 1);
-  return out;
+  return testing::expectedOutput(Collective::kAllReduce, t, op, count, n, 0, -1);
 }
 
 struct Device {

@@ -1,5 +1,6 @@
-// Helpers for tests/cuda: every dtype and op, seeded inputs (with NaN, infinities and signed
-// zeros for the float types), bytewise comparison, and exact per-rank collective inputs.
+// Helpers for tests/cuda: seeded inputs (with NaN, infinities and signed zeros for the float
+// types) and bytewise comparison; every dtype and op and the exact collective inputs are the
+// test kit's (tests/kit/reference.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,23 +15,17 @@
 #include "braid/types.hpp"
 #include "kernels/element_ops.h"
 #include "kernels/kernels.h"
+#include "tests/kit/reference.h"
 
 namespace braid::cudatest {
 
-constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
-                                  DataType::kUint32,  DataType::kInt64,   DataType::kUint64,
-                                  DataType::kFloat16, DataType::kFloat32, DataType::kFloat64,
-                                  DataType::kBFloat16};
-constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg};
+using testing::isFloat;
+using testing::kAllOps;
+using testing::kAllTypes;
 
 /// Sets element i of a `type` buffer from a double (rounded as the type's own conversion).
 inline void setElem(void* buf, size_t i, DataType type, double v) {
   kernels::storeElement(type, buf, i, v);
-}
-
-inline bool isFloat(DataType t) {
-  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 ||
-         t == DataType::kFloat64;
 }
 
 /// `count` seeded elements: random bytes for integers (wrap-around exercised); for floats mostly
@@ -55,14 +50,6 @@ inline std::vector<char> randomBuffer(size_t count, DataType type, uint32_t seed
     setElem(b.data(), i, type, v);
   }
   return b;
-}
-
-/// Element i of rank r's input for collective tests: small integers, so every op is exact in
-/// every type whatever order the schedule reduces in (products stay within 2^8).
-inline double exactValue(int rank, size_t i, RedOp op) {
-  if (op == RedOp::kProd) return 1 + static_cast<double>((rank + i) % 2 == 0 && (i % 5) == 0);
-  return static_cast<double>(static_cast<int>((rank * 7 + i * 3) % 9) - 4) *
-         (op == RedOp::kSum || op == RedOp::kAvg ? 1 : 3);
 }
 
 /// Whether element bytes `p` of `type` hold a NaN.

@@ -9,9 +9,9 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
-#include "tests/comm/reference.h"
 #include "tests/faults/checks.h"
 #include "tests/faults/proc.h"
+#include "tests/kit/reference.h"
 
 namespace braid::faults {
 namespace {
@@ -58,20 +58,20 @@ TEST_P(ProcessCollectives, EveryCollectiveMatchesTheReference) {
     };
     for (size_t count : {size_t(1), size_t(7), size_t(1023), (size_t(1) << 20) + 3}) {
       for (bool inPlace : {false, true}) {
-        check(runCase(comm, Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, count, inPlace,
-                      -1));
-        check(runCase(comm, Collective::kAllReduce, DataType::kInt32, RedOp::kMax, count, inPlace,
-                      -1));
-        check(runCase(comm, Collective::kAllReduce, DataType::kBFloat16, RedOp::kAvg, count,
-                      inPlace, -1));
-        check(runCase(comm, Collective::kReduceScatter, DataType::kFloat32, RedOp::kSum, count,
-                      inPlace, -1));
-        check(runCase(comm, Collective::kAllGather, DataType::kInt32, RedOp::kSum, count, inPlace,
-                      -1));
-        check(runCase(comm, Collective::kBroadcast, DataType::kInt32, RedOp::kSum, count, inPlace,
-                      1 % n));
-        check(runCase(comm, Collective::kReduce, DataType::kFloat32, RedOp::kSum, count, inPlace,
-                      n - 1));
+        check(testing::runCase(
+            comm, {Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, count, inPlace, -1}));
+        check(testing::runCase(
+            comm, {Collective::kAllReduce, DataType::kInt32, RedOp::kMax, count, inPlace, -1}));
+        check(testing::runCase(
+            comm, {Collective::kAllReduce, DataType::kBFloat16, RedOp::kAvg, count, inPlace, -1}));
+        check(testing::runCase(comm, {Collective::kReduceScatter, DataType::kFloat32, RedOp::kSum,
+                                      count, inPlace, -1}));
+        check(testing::runCase(
+            comm, {Collective::kAllGather, DataType::kInt32, RedOp::kSum, count, inPlace, -1}));
+        check(testing::runCase(
+            comm, {Collective::kBroadcast, DataType::kInt32, RedOp::kSum, count, inPlace, 1 % n}));
+        check(testing::runCase(
+            comm, {Collective::kReduce, DataType::kFloat32, RedOp::kSum, count, inPlace, n - 1}));
       }
       check(sendRecvRing(comm, count));
       comm.barrier();

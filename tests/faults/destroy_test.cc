@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -19,8 +20,8 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
-#include "tests/comm/reference.h"
 #include "tests/faults/proc.h"
+#include "tests/kit/reference.h"
 #include "tests/support/skip.h"
 #include "transport/transport.h"
 
@@ -78,42 +79,35 @@ struct Case {
       : leave(l), n(n_), rank(r), leaver(leaver_), count(count_) {
     using namespace braid::testing;
     const DataType t = DataType::kFloat32;
-    size_t inCount = count, outCount = count;
-    if (leave == Leave::kReduceScatter) inCount = count * n;
-    if (leave == Leave::kAllGather) outCount = count * n;
-    in.resize(inCount);
-    out.assign(outCount, -1000.0f);
-    want.resize(outCount);
-    fillInput(t, RedOp::kSum, rank, in.data(), inCount);
+    const Collective coll = collective();
+    in.resize(inputCount(coll, count, n));
+    out.assign(outputCount(coll, count, n), -1000.0f);
+    fillInput(t, RedOp::kSum, rank, in.data(), in.size());
+    checks = leave == Leave::kInit     ? false
+             : leave == Leave::kReduce ? rank == reduceRoot()
+             : leave == Leave::kSend   ? rank == sendTarget()
+                                       : true;
+    if (!checks) return;
+    const int root = leave == Leave::kReduce ? reduceRoot() : leaver;  // send: the sender
+    const std::vector<char> w = expectedOutput(coll, t, RedOp::kSum, count, n, rank, root);
+    want.resize(out.size());
+    std::memcpy(want.data(), w.data(), w.size());
+  }
+  // The collective `leave` runs (init: none; its buffers are an all-reduce's, unused).
+  Collective collective() const {
     switch (leave) {
-      case Leave::kInit:
-        checks = false;
-        break;
-      case Leave::kAllReduce:
-        for (size_t i = 0; i < count; ++i) storeExpected(t, RedOp::kSum, n, i, want.data(), i);
-        break;
-      case Leave::kReduce:
-        checks = rank == reduceRoot();
-        for (size_t i = 0; i < count; ++i) storeExpected(t, RedOp::kSum, n, i, want.data(), i);
-        break;
-      case Leave::kReduceScatter:
-        for (size_t i = 0; i < count; ++i)
-          storeExpected(t, RedOp::kSum, n, size_t(rank) * count + i, want.data(), i);
-        break;
-      case Leave::kAllGather:
-        for (int q = 0; q < n; ++q)
-          for (size_t i = 0; i < count; ++i)
-            store(t, want.data(), size_t(q) * count + i, inputValue(t, RedOp::kSum, q, i));
-        break;
       case Leave::kBroadcastRoot:
-        for (size_t i = 0; i < count; ++i)
-          store(t, want.data(), i, inputValue(t, RedOp::kSum, leaver, i));
-        break;
+        return Collective::kBroadcast;
+      case Leave::kReduce:
+        return Collective::kReduce;
+      case Leave::kAllGather:
+        return Collective::kAllGather;
+      case Leave::kReduceScatter:
+        return Collective::kReduceScatter;
       case Leave::kSend:
-        checks = rank == sendTarget();
-        for (size_t i = 0; i < count; ++i)
-          store(t, want.data(), i, inputValue(t, RedOp::kSum, leaver, i));
-        break;
+        return Collective::kSend;
+      default:
+        return Collective::kAllReduce;
     }
   }
   // Reduce: the leaver is a non-root that returns once its contribution is posted.

@@ -15,16 +15,17 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
-#include "tests/comm/reference.h"
 #include "tests/faults/checks.h"
 #include "tests/faults/proc.h"
+#include "tests/kit/reference.h"
 
 namespace braid::faults {
 namespace {
 
 // A correct float all-reduce, checked; "" or what was wrong.
 std::string goodAllReduce(Communicator& comm) {
-  return runCase(comm, Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, 1031, false, -1);
+  return testing::runCase(
+      comm, {Collective::kAllReduce, DataType::kFloat32, RedOp::kSum, 1031, false, -1});
 }
 
 // ---- 7. Bad arguments --------------------------------------------------------------------------
@@ -97,8 +98,8 @@ TEST(BadArguments, ChainAlgorithmForAllReduceIsInvalidUsage) {
         ErrorCode::kInvalidUsage, {"chain"}, 2);
     for (float v : out) ok = ok && v == 7.0f;
     // A rooted collective runs with chain; the communicator still works.
-    std::string wrong =
-        runCase(comm, Collective::kBroadcast, DataType::kInt32, RedOp::kSum, 1031, false, 1);
+    std::string wrong = testing::runCase(
+        comm, {Collective::kBroadcast, DataType::kInt32, RedOp::kSum, 1031, false, 1});
     if (!wrong.empty()) io.say("after", wrong);
     (void)rank;
     return ok && wrong.empty() ? kChildOk : kChildCheckFailed;

@@ -85,7 +85,8 @@ int run(const Flags& f) {
   braid::comm::TunerConfig config = braid::tools::tunerConfigOf(graph, f.tuner);
   config.forced = forced;
 
-  const size_t lo = braid::tools::bytesFlag("-b", f.minBytes), hi = braid::tools::bytesFlag("-e", f.maxBytes);
+  const size_t lo = braid::tools::bytesFlag("-b", f.minBytes),
+               hi = braid::tools::bytesFlag("-e", f.maxBytes);
   const size_t step = braid::tools::bytesFlag("-i", f.stepBytes);
   const bool byFactor = f.factor > 0;
   BRAID_ENFORCE(lo >= 1 && lo <= hi && (byFactor ? f.factor > 1 : step > 0),
@@ -128,9 +129,8 @@ int run(const Flags& f) {
     std::string line = braid::bench::formatRow(row);
     if (f.showAlgo) {
       line.pop_back();
-      line += fmt::format("  {} x{} {}K\n",
-                          braid::algorithmName(choice.family),
-                          choice.lanes, choice.chunkBytes >> 10);
+      line += fmt::format("  {} x{} {}K\n", braid::algorithmName(choice.family), choice.lanes,
+                          choice.chunkBytes >> 10);
     }
     std::fputs(line.c_str(), stdout);
     busSum += m.busBw;

@@ -66,7 +66,8 @@ int run(const Flags& f) {
     }
     return 0;
   }
-  const size_t lo = braid::tools::bytesFlag("-b", f.minBytes), hi = braid::tools::bytesFlag("-e", f.maxBytes);
+  const size_t lo = braid::tools::bytesFlag("-b", f.minBytes),
+               hi = braid::tools::bytesFlag("-e", f.maxBytes);
   BRAID_ENFORCE(lo >= 1 && lo <= hi && f.factor > 1, braid::ErrorCode::kInvalidUsage,
                 "sizes: need 1 <= -b <= -e and -f > 1 (got {} .. {}, factor {})", lo, hi, f.factor);
   fmt::print("\n# decisions (slot {} x {} slots, {} channel(s)); size as nccl-tests counts it\n",
@@ -88,9 +89,8 @@ int run(const Flags& f) {
         }
       }
       fmt::print("  {:>10}  {:>8}  {:>5}  {:>6}  {:>14.2f}  {:>9}  {:>14}\n", bytes,
-                 braid::algorithmName(chosen->family), chosen->lanes,
-                 sizeText(chosen->chunkBytes), chosen->predictedUs,
-                 second ? braid::algorithmName(second->family) : "-",
+                 braid::algorithmName(chosen->family), chosen->lanes, sizeText(chosen->chunkBytes),
+                 chosen->predictedUs, second ? braid::algorithmName(second->family) : "-",
                  second ? fmt::format("{:.2f}", second->predictedUs) : "-");
     }
   }

@@ -59,8 +59,8 @@ std::vector<Collective> collectivesFlag(const std::string& text, bool allowAll) 
             Collective::kBroadcast, Collective::kReduce};
   }
   Collective coll;
-  BRAID_ENFORCE(parseCollective(text.c_str(), &coll) && isScheduled(coll),
-                ErrorCode::kInvalidUsage, "--collective '{}': choose {}", text, choices);
+  BRAID_ENFORCE(parseCollective(text.c_str(), &coll) && isScheduled(coll), ErrorCode::kInvalidUsage,
+                "--collective '{}': choose {}", text, choices);
   return {coll};
 }
 
