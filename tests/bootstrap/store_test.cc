@@ -19,6 +19,7 @@
 
 #include "comm/bootstrap/wire.h"
 #include "tests/bootstrap/store_options.h"
+#include "tests/kit/processes.h"
 
 namespace braid::bootstrap {
 namespace {
@@ -145,17 +146,17 @@ TEST(SecretTest, JobSecretFromEnvironmentWarnsOnceWhenUnset) {
   ::setenv("BRAID_SECRET", "from-the-launcher", 1);
   EXPECT_EQ(jobSecret(), "from-the-launcher");
   ::unsetenv("BRAID_SECRET");
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   std::string first = jobSecret();
   std::string second = jobSecret();
-  std::string log = testing::internal::GetCapturedStderr();
+  std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(first.empty());
   EXPECT_EQ(first, second);
   // One warning per process at most (none if an earlier test already triggered it).
   EXPECT_LE(countLines(log, "BRAID_SECRET is not set"), 1) << log;
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   jobSecret();
-  log = testing::internal::GetCapturedStderr();
+  log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(countLines(log, "BRAID_SECRET"), 0) << log;
 }
 
@@ -322,9 +323,7 @@ TEST(TcpStoreTest, ForkedRanksRendezvous) {
   int port = findFreePort();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < kRanks; ++rank) {
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
+    pids.push_back(braid::testing::forkChild([&, rank] {
       int code = 0;
       try {
         TcpStore store(StoreAddress{"localhost", port}, clientOptions(kRanks), Deadline::after(15));
@@ -344,9 +343,8 @@ TEST(TcpStoreTest, ForkedRanksRendezvous) {
         fprintf(stderr, "rank %d: %s\n", rank, e.what());
         code = 2;
       }
-      ::_exit(code);
-    }
-    pids.push_back(pid);
+      return code;
+    }));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // ranks are retrying by now
   StoreServer::Options options = serverOptions(kRanks);
@@ -354,19 +352,9 @@ TEST(TcpStoreTest, ForkedRanksRendezvous) {
   StoreServer server(options);
   Deadline deadline = Deadline::after(30);
   for (int rank = 0; rank < kRanks; ++rank) {
-    int status = 0;
-    pid_t done = 0;
-    while ((done = ::waitpid(pids[rank], &status, WNOHANG)) == 0 && !deadline.expired()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (done == 0) {
-      ::kill(pids[rank], SIGKILL);
-      ::waitpid(pids[rank], &status, 0);
-      ADD_FAILURE() << "rank " << rank << " hung";
-      continue;
-    }
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "rank " << rank << " status " << status;
+    const int code = braid::testing::waitChild(pids[rank], deadline);
+    EXPECT_NE(code, braid::testing::kKilledAtDeadline) << "rank " << rank << " hung";
+    EXPECT_EQ(code, 0) << "rank " << rank;
   }
 }
 
@@ -386,11 +374,11 @@ class StoreRobustnessTest : public ::testing::Test {
   // warning line naming `reason` was logged and that real clients still work.
   void expectDropped(const std::function<void()>& attack, const std::string& reason) {
     size_t before = server_->droppedConnections();
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     attack();
     bool dropped = waitUntil([&] { return server_->droppedConnections() == before + 1; }, 5);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a second warning would show
-    std::string log = testing::internal::GetCapturedStderr();
+    std::string log = ::testing::internal::GetCapturedStderr();
     EXPECT_TRUE(dropped) << "not dropped; log: " << log;
     EXPECT_EQ(server_->droppedConnections(), before + 1);
     EXPECT_EQ(countLines(log, "braid WARN"), 1) << log;

@@ -12,6 +12,7 @@
 
 #include "tests/cuda/collective_check.h"
 #include "tests/cuda/gpu_util.h"
+#include "tests/kit/processes.h"
 #include "tests/support/skip.h"
 
 namespace braid {
@@ -19,25 +20,12 @@ namespace {
 
 constexpr int kSkip = 77;
 
-/// Forks `fn` in a child; returns its exit status (or -1 if killed at the deadline).
-int waitChild(pid_t pid, std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    int status = 0;
-    pid_t got = waitpid(pid, &status, WNOHANG);
-    if (got == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
+using testing::waitChild;
 
 bool gpuInAChild() {
   pid_t pid = fork();
   if (pid == 0) _exit(cudatest::gpuCount() > 0 ? 0 : kSkip);
-  return waitChild(pid, std::chrono::steady_clock::now() + std::chrono::seconds(60)) == 0;
+  return waitChild(pid, Deadline::after(60)) == 0;
 }
 
 /// Runs `body` (returns "" on success) as rank r of n in n forked processes.
@@ -46,8 +34,7 @@ void runProcesses(int n, const std::function<std::string(DeviceCommunicator&)>& 
   for (int r = 0; r < n; ++r) ASSERT_EQ(pipe(&pipes[2 * r]), 0);
   std::vector<pid_t> pids;
   for (int r = 0; r < n; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
+    pids.push_back(testing::forkChild([&, r] {
       int code = 0;
       try {
         UniqueId id;
@@ -76,11 +63,10 @@ void runProcesses(int n, const std::function<std::string(DeviceCommunicator&)>& 
         fprintf(stderr, "rank %d: %s\n", r, e.what());
         code = 2;
       }
-      _exit(code);
-    }
-    pids.push_back(pid);
+      return code;
+    }));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  const Deadline deadline = Deadline::after(240);
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(waitChild(pids[r], deadline), 0) << "rank " << r << " (its stderr says why)";
   }

@@ -14,12 +14,13 @@
 
 #include "braid/braid.h"
 #include "comm/bootstrap/address.h"
-#include "tests/faults/proc.h"
+#include "tests/kit/processes.h"
 
 extern "C" braidResult_t faultsAllReduceRawCodes(const void* sendbuf, void* recvbuf, size_t count,
                                                  int type, int op, braidComm_t comm);
 
 namespace braid::faults {
+using namespace braid::testing;
 namespace {
 
 // Checks a C call's result; on failure reports the call and braidGetLastError() and returns false.
@@ -240,8 +241,8 @@ TEST_P(CApiAbort, FromAnotherThreadEndsTheCallWithAborted) {
     auto results = job.finish(60);
     for (int r = 0; r < 2; ++r) {
       ASSERT_EQ(results[r].exitCode, kChildOk)
-          << GetParam() << " trial " << trial << " (delay " << delayUs << " us), rank " << r
-          << ": " << results[r].describe();
+          << GetParam() << " trial " << trial << " (delay " << delayUs << " us), rank " << r << ": "
+          << results[r].describe();
     }
     if (results[0].get("call") == braidGetErrorString(braidAborted)) ++aborted;
   }
@@ -272,8 +273,8 @@ TEST(CApi, NullPointersAndWideCodesAreInvalidUsage) {
                 faultsAllReduceRawCodes(in.data(), out.data(), in.size(), code, braidSum, comm),
                 braidInvalidUsage) &&
              good;
-      good = good && std::string(braidGetLastError()).find(std::to_string(code)) !=
-                         std::string::npos;
+      good =
+          good && std::string(braidGetLastError()).find(std::to_string(code)) != std::string::npos;
       good = ok(io, fmt::format("allreduce op {}", code).c_str(),
                 faultsAllReduceRawCodes(in.data(), out.data(), in.size(), braidFloat32,
                                         code == 263 ? 258 : code, comm),

@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "braid/braid.hpp"
-#include "tests/faults/proc.h"
 #include "tests/kit/host_case.h"
+#include "tests/kit/processes.h"
 
 namespace braid::faults {
+
+// The kit's rank processes (Job, ChildIo, ...) and reference, unqualified in the fault tests.
+using namespace braid::testing;
 
 /// Runs fn, which must throw braid::Error with code `want` whose message contains every one of
 /// `needles`, within `maxSeconds`. Reports "<label>.code", ".msg", ".secs", ".t" (monotonic time

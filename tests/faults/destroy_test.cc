@@ -20,12 +20,13 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
-#include "tests/faults/proc.h"
+#include "tests/kit/processes.h"
 #include "tests/kit/reference.h"
 #include "tests/support/skip.h"
 #include "transport/transport.h"
 
 namespace braid::faults {
+using namespace braid::testing;
 namespace {
 
 enum class Leave { kInit, kAllReduce, kBroadcastRoot, kReduce, kAllGather, kReduceScatter, kSend };

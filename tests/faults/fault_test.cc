@@ -11,7 +11,7 @@
 #include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
 #include "tests/faults/checks.h"
-#include "tests/faults/proc.h"
+#include "tests/kit/processes.h"
 
 namespace braid::faults {
 namespace {
@@ -98,8 +98,8 @@ TEST_P(Mismatch, DifferentBroadcastRootsFailEveryRank) {
     run([count](int rank, Communicator& comm, ChildIo& io) {
       std::vector<int32_t> buf(count, rank);
       return expectMismatch(
-          io, comm,
-          [&] { comm.broadcast(buf.data(), buf.data(), count, DataType::kInt32, rank); }, false);
+          io, comm, [&] { comm.broadcast(buf.data(), buf.data(), count, DataType::kInt32, rank); },
+          false);
     });
   }
 }

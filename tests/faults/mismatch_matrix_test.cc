@@ -45,7 +45,6 @@ struct Call {
   int root = 0;
 };
 
-
 // What the deviating rank calls instead.
 Call deviate(Call call, Field field, int n) {
   switch (field) {
@@ -101,8 +100,7 @@ class MismatchMatrix : public ::testing::TestWithParam<MatrixParam> {};
 TEST_P(MismatchMatrix, EveryFieldEveryCollectiveIsAMismatchOnEveryRank) {
   const MatrixParam& p = GetParam();
   const Collective colls[] = {Collective::kAllReduce, Collective::kReduceScatter,
-                              Collective::kAllGather, Collective::kBroadcast,
-                              Collective::kReduce};
+                              Collective::kAllGather, Collective::kBroadcast, Collective::kReduce};
   const Field fields[] = {Field::kCollective, Field::kCount, Field::kType, Field::kOp,
                           Field::kRoot};
   Options options;
@@ -138,7 +136,8 @@ TEST_P(MismatchMatrix, EveryFieldEveryCollectiveIsAMismatchOnEveryRank) {
           });
           std::string all;  // every rank's outcome, shown when any rank's is wrong
           for (int r = 0; r < n; ++r)
-            all += fmt::format("\n  rank {} after {:.3f} s: {}", r, seconds[r], errorText(errors[r]));
+            all +=
+                fmt::format("\n  rank {} after {:.3f} s: {}", r, seconds[r], errorText(errors[r]));
           for (int r = 0; r < n; ++r) {
             EXPECT_EQ(errorCode(errors[r]), ErrorCode::kMismatch) << what << ": rank " << r << all;
             EXPECT_LT(seconds[r], 10.0) << what << ": rank " << r << all;

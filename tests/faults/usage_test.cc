@@ -16,7 +16,7 @@
 #include "braid/braid.hpp"
 #include "comm/bootstrap/address.h"
 #include "tests/faults/checks.h"
-#include "tests/faults/proc.h"
+#include "tests/kit/processes.h"
 #include "tests/kit/reference.h"
 
 namespace braid::faults {

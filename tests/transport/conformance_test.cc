@@ -472,12 +472,12 @@ TEST_P(Conformance, Moves64MiBInSlotSizedPieces) {
     ep.reset();  // tcp: flushes the verdict before closing
     return ok ? 0 : 22;
   };
-  pid_t p0 = forkRank([&] { return rankMain(0); });
-  pid_t p1 = forkRank([&] { return rankMain(1); });
+  pid_t p0 = forkChild([&] { return rankMain(0); });
+  pid_t p1 = forkChild([&] { return rankMain(1); });
   ASSERT_GT(p0, 0);
   ASSERT_GT(p1, 0);
-  EXPECT_EQ(waitChild(p1, 60), 0) << "receiver";
-  EXPECT_EQ(waitChild(p0, 60), 0) << "sender";
+  EXPECT_EQ(waitChild(p1, Deadline::after(60)), 0) << "receiver";
+  EXPECT_EQ(waitChild(p0, Deadline::after(60)), 0) << "sender";
   EXPECT_TRUE(shmEntries("braid-" + jobId + "-").empty());
 }
 
@@ -487,7 +487,7 @@ TEST_P(Conformance, TwoAndFourRanksMoveEveryByte) {
     const std::string jobId = uniqueJobId("procs");
     std::vector<pid_t> children;
     for (int r = 0; r < ranks; ++r) {
-      children.push_back(forkRank([&, r] {
+      children.push_back(forkChild([&, r] {
         FileKeyValue kv(dir_);
         EndpointConfig c = makeConfig(r, ranks, std::vector<Kind>(ranks, kind), jobId);
         c.channels = 2;
@@ -504,7 +504,7 @@ TEST_P(Conformance, TwoAndFourRanksMoveEveryByte) {
       }));
     }
     for (int r = 0; r < ranks; ++r) {
-      EXPECT_EQ(waitChild(children[r], 60), 0) << ranks << " ranks: rank " << r;
+      EXPECT_EQ(waitChild(children[r], Deadline::after(60)), 0) << ranks << " ranks: rank " << r;
     }
   }
 }
@@ -520,7 +520,7 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
   const Kind kind = GetParam().kind;
   const std::string jobId = uniqueJobId("frozen");
   const size_t slotBytes = 1 << 20;  // 8 x 1 MiB in flight: more than the socket buffers take
-  pid_t child = forkRank([&] {
+  pid_t child = forkChild([&] {
     FileKeyValue kv(dir_);
     EndpointConfig c = makeConfig(1, 2, {kind, kind}, jobId);
     c.slotBytes = slotBytes;
@@ -537,7 +537,7 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
     ep = connect(c, kv);
   } catch (const std::exception& e) {
     kill(child, SIGKILL);
-    waitChild(child, 5);
+    waitChild(child, Deadline::after(5));
     FAIL() << e.what();
   }
   kill(child, SIGSTOP);
@@ -552,7 +552,7 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
   ep.reset();
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   kill(child, SIGKILL);
-  EXPECT_EQ(waitChild(child, 5), -SIGKILL);
+  EXPECT_EQ(waitChild(child, Deadline::after(5)), -SIGKILL);
   EXPECT_LT(seconds, 3.0) << "the destructor must not wait for a frozen peer";
 }
 

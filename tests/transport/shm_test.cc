@@ -12,7 +12,7 @@ TEST(ShmProcesses, StaleSegmentOfADeadRunIsReplaced) {
   const std::string& dir_ = tmp.path;
   const std::string jobId = uniqueJobId("stale");
   // A rank that dies between creating its inbox and unlinking it (its peer never comes).
-  pid_t child = forkRank([&] {
+  pid_t child = forkChild([&] {
     FileKeyValue kv(dir_);
     connect(makeConfig(0, 2, {Kind::kShm, Kind::kShm}, jobId), kv);
     return 0;
@@ -23,7 +23,7 @@ TEST(ShmProcesses, StaleSegmentOfADeadRunIsReplaced) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   kill(child, SIGKILL);
-  EXPECT_EQ(waitChild(child, 5), -SIGKILL);
+  EXPECT_EQ(waitChild(child, Deadline::after(5)), -SIGKILL);
   ASSERT_EQ(shmEntries("braid-" + jobId + "-").size(), 1u) << "the crash left its inbox";
   // A new run with the same jobId takes the name over, saying so once.
   MemoryKeyValue kv;

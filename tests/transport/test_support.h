@@ -27,10 +27,14 @@
 #include <vector>
 
 #include "braid/deadline.hpp"
+#include "tests/kit/processes.h"
 #include "tests/support/skip.h"
 #include "transport/transport.h"
 
 namespace braid::transport::testing {
+
+using braid::testing::forkChild;
+using braid::testing::waitChild;
 
 /// In-memory store for ranks that are threads of one process.
 class MemoryKeyValue : public KeyValue {
@@ -172,38 +176,6 @@ inline bool waitFor(Endpoint& ep, const std::function<bool()>& ready, double sec
     }
     ep.sleep(ticket, std::min(deadline.when(), Clock::now() + std::chrono::milliseconds(20)));
   }
-}
-
-/// Forks a child that runs fn() and exits with its result (0 ok), 2 on an exception.
-inline pid_t forkRank(const std::function<int()>& fn) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int code = 3;
-    try {
-      code = fn();
-    } catch (const std::exception& e) {
-      fprintf(stderr, "child %d: %s\n", getpid(), e.what());
-      code = 2;
-    }
-    _exit(code);
-  }
-  return pid;
-}
-
-/// Waits for a child (killing it after `seconds`); returns its exit code, or -signal.
-inline int waitChild(pid_t pid, double seconds) {
-  Deadline deadline = Deadline::after(seconds);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (deadline.expired()) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1000;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return -WTERMSIG(status);
 }
 
 /// Names in /dev/shm that start with `prefix`.
@@ -377,7 +349,7 @@ inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); 
 inline void killedPeerIsSeenDead(const std::string& dir, Kind kind, double seconds,
                                  bool abortCounts) {
   const std::string jobId = uniqueJobId("death");
-  pid_t child = forkRank([&] {
+  pid_t child = forkChild([&] {
     FileKeyValue kv(dir);
     auto ep = connect(makeConfig(1, 2, {kind, kind}, jobId), kv);
     std::this_thread::sleep_for(std::chrono::seconds(20));  // bounded: the test kills it first
@@ -390,7 +362,7 @@ inline void killedPeerIsSeenDead(const std::string& dir, Kind kind, double secon
     ep = connect(makeConfig(0, 2, {kind, kind}, jobId), kv);
   } catch (const std::exception& e) {
     kill(child, SIGKILL);
-    waitChild(child, 5);
+    waitChild(child, Deadline::after(5));
     FAIL() << e.what();
   }
   EXPECT_TRUE(ep->peerAlive(1));
@@ -407,7 +379,7 @@ inline void killedPeerIsSeenDead(const std::string& dir, Kind kind, double secon
   }
   double millis = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   EXPECT_TRUE(dead) << "peer still alive after " << millis << " ms";
-  EXPECT_EQ(waitChild(child, 5), -SIGKILL);
+  EXPECT_EQ(waitChild(child, Deadline::after(5)), -SIGKILL);
   EXPECT_FALSE(ep->peerAlive(1)) << "stays dead after the reap";
   // Sending to it is no error and no hang; destroying is bounded.
   if (void* slot = ep->send(1, 0).tryAcquire()) {

@@ -149,10 +149,10 @@ int main(int argc, char** argv) {
     int fds[2];
     if (pipe(fds) != 0) return 1;
     pid_t p0 =
-        forkRank([&] { return rankMain(0, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
+        forkChild([&] { return rankMain(0, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
     pid_t p1 =
-        forkRank([&] { return rankMain(1, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
-    int s0 = waitChild(p0, 300), s1 = waitChild(p1, 300);
+        forkChild([&] { return rankMain(1, kind, dir, jobId, pingIters, streamBytes, fds[1]); });
+    int s0 = waitChild(p0, Deadline::after(300)), s1 = waitChild(p1, Deadline::after(300));
     Result result;
     bool ok = s0 == 0 && s1 == 0 && read(fds[0], &result, sizeof result) == sizeof result;
     close(fds[0]);

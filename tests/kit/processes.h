@@ -1,6 +1,9 @@
-// Forks rank processes for multi-process tests: each child sets its environment, runs a body and
-// _exit()s with its code (never returning into gtest); the parent waits for every child with a
-// bounded wait, kills leftovers, and collects a short text report from each through a pipe.
+// Ranks as processes, the test kit's one fork harness. forkChild/waitChild: one child running a
+// function, waited for with a deadline and killed past it. Job: a group of rank processes with
+// the launcher's environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT, BRAID_SECRET); each child runs
+// a body and _exit()s with its code (never returning into gtest), reports short "key=value"
+// lines through a pipe, and can signal readiness (for kill -9 / SIGSTOP at a chosen moment); the
+// parent waits with a bound and kills leftovers.
 #pragma once
 
 #include <fcntl.h>
@@ -18,9 +21,53 @@
 #include <thread>
 #include <vector>
 
+#include "braid/deadline.hpp"
 #include "common/error.h"
 
-namespace braid::faults {
+namespace braid::testing {
+
+/// waitChild's result for a child killed at the deadline.
+constexpr int kKilledAtDeadline = -1000;
+
+/// Forks a child that runs fn() and _exit()s with its result (0 ok); an exception is printed and
+/// exits 2. The child never returns into the caller (gtest).
+inline pid_t forkChild(const std::function<int()>& fn) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 3;
+    try {
+      code = fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child %d: %s\n", ::getpid(), e.what());
+      code = 2;
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(code);
+  }
+  return pid;
+}
+
+/// Waits for a child until `deadline`, then kills it (SIGCONT first, for a stopped one); returns
+/// its exit code, -signal, or kKilledAtDeadline.
+inline int waitChild(pid_t pid, Deadline deadline) {
+  int status = 0;
+  for (;;) {
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid) break;
+    if (got < 0) return -1;
+    if (deadline.expired()) {
+      ::kill(pid, SIGCONT);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return kKilledAtDeadline;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
 
 /// Exit codes of a rank child.
 constexpr int kChildOk = 0;
@@ -272,4 +319,4 @@ class Job {
   std::vector<Kid> kids_;
 };
 
-}  // namespace braid::faults
+}  // namespace braid::testing
