@@ -28,6 +28,7 @@
 
 #include "braid/deadline.hpp"
 #include "tests/kit/processes.h"
+#include "tests/kit/threads.h"
 #include "tests/support/skip.h"
 #include "transport/transport.h"
 
@@ -115,21 +116,9 @@ inline EndpointConfig makeConfig(int rank, int size, const std::vector<Kind>& ki
   return c;
 }
 
-/// Runs fn(rank) on `size` threads; returns the first exception text per rank ("" = ok).
+/// Runs fn(rank) on `size` threads; returns the exception text per rank ("" = ok).
 inline std::vector<std::string> runRanks(int size, const std::function<void(int)>& fn) {
-  std::vector<std::string> errors(size);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        fn(r);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
+  return braid::testing::errorTexts(braid::testing::runThreads(size, fn));
 }
 
 inline uint64_t mix(uint64_t x) {
