@@ -29,10 +29,8 @@ inline std::string errnoText(int err) {
 /// One peer's connection. The output state is guarded by `mutex` (the progress thread and, for an
 /// inline flush after post/release, the user thread write); the input state belongs to the
 /// progress thread.
-struct PeerLink {
-  int rank = -1;
+struct PeerLink : NetworkPeer {
   int fd = -1;
-  std::atomic<bool> alive{true};
   std::mutex mutex;
   bool finSent = false;
   // A send failed (the peer closed or reset): nothing more is written, but the link stays alive
@@ -57,9 +55,11 @@ struct PeerLink {
   std::string reason;
 };
 
-class TcpSendChannel final : public SendChannel {
- public:
-  TcpSendChannel(TcpTransport* owner, PeerLink* link, const EndpointConfig& c, int peer)
+/// What a tcp send and receive channel share: the endpoint, the peer's link and K slots of
+/// `slotBytes_` with their sizes and headers (allocated on first use, so that unused channels
+/// cost no memory; new char[] leaves the pages untouched).
+struct TcpSlots {
+  TcpSlots(TcpTransport* owner, PeerLink* link, const EndpointConfig& c, int peer)
       : owner_(owner),
         link_(link),
         k_(static_cast<uint64_t>(c.slots)),
@@ -67,12 +67,29 @@ class TcpSendChannel final : public SendChannel {
         info_(c.slots),
         peer_(peer) {}
 
+  char* slot(uint64_t n) { return buffer_.get() + (n % k_) * slotBytes_; }
+  void allocate() {
+    if (!buffer_) buffer_.reset(new char[k_ * slotBytes_]);
+  }
+
+  TcpTransport* owner_;
+  PeerLink* link_;
+  uint64_t k_;
+  size_t slotBytes_;
+  std::unique_ptr<char[]> buffer_;
+  std::vector<SlotInfo> info_;
+  int peer_;
+};
+
+class TcpSendChannel final : public SendChannel, public TcpSlots {
+ public:
+  TcpSendChannel(TcpTransport* owner, PeerLink* link, const EndpointConfig& c, int peer)
+      : TcpSlots(owner, link, c, peer) {}
+
   void* tryAcquire() override {
     uint64_t p = posted_.load(std::memory_order_relaxed);
     if (p - credited_.load(std::memory_order_acquire) >= k_) return nullptr;
-    // Allocated on first use so that unused channels cost no memory (new char[] leaves the
-    // pages untouched).
-    if (!buffer_) buffer_.reset(new char[k_ * slotBytes_]);
+    allocate();
     return slot(p);
   }
 
@@ -92,30 +109,16 @@ class TcpSendChannel final : public SendChannel {
   size_t slotBytes() const override { return slotBytes_; }
   int peer() const override { return peer_; }
 
-  char* slot(uint64_t n) { return buffer_.get() + (n % k_) * slotBytes_; }
-
-  TcpTransport* owner_;
-  PeerLink* link_;
-  uint64_t k_;
-  size_t slotBytes_;
-  std::unique_ptr<char[]> buffer_;
-  std::vector<SlotInfo> info_;
-  int peer_;
   alignas(64) std::atomic<uint64_t> posted_{0};    // written by the user
   alignas(64) std::atomic<uint64_t> credited_{0};  // written by the progress thread
   uint64_t written_ = 0;                           // frames fully sent; under the link's mutex
 };
 
-class TcpRecvChannel final : public RecvChannel {
+/// Its buffer is allocated by the progress thread on the first frame.
+class TcpRecvChannel final : public RecvChannel, public TcpSlots {
  public:
   TcpRecvChannel(TcpTransport* owner, PeerLink* link, const EndpointConfig& c, int peer)
-      : owner_(owner),
-        link_(link),
-        k_(static_cast<uint64_t>(c.slots)),
-        creditBatch_(1),
-        slotBytes_(c.slotBytes),
-        info_(c.slots),
-        peer_(peer) {}
+      : TcpSlots(owner, link, c, peer) {}
 
   const void* tryPeek(size_t* bytes, MessageMeta* meta) override {
     uint64_t r = released_.load(std::memory_order_relaxed);
@@ -138,19 +141,10 @@ class TcpRecvChannel final : public RecvChannel {
 
   int peer() const override { return peer_; }
 
-  char* slot(uint64_t n) { return buffer_.get() + (n % k_) * slotBytes_; }
-
-  TcpTransport* owner_;
-  PeerLink* link_;
-  uint64_t k_;
   // Releases per credit frame. 1: a released slot must reach the sender even when the receiver
   // then waits on something else (a ring blocked on its own sends would deadlock otherwise).
   // Credits still coalesce while a frame is being written.
-  uint64_t creditBatch_;
-  size_t slotBytes_;
-  std::unique_ptr<char[]> buffer_;  // allocated by the progress thread on the first frame
-  std::vector<SlotInfo> info_;
-  int peer_;
+  uint64_t creditBatch_ = 1;
   alignas(64) std::atomic<uint64_t> arrived_{0};   // written by the progress thread
   alignas(64) std::atomic<uint64_t> released_{0};  // written by the user
   std::atomic<uint64_t> creditsSent_{0};           // written under the link's mutex

@@ -19,16 +19,15 @@ namespace braid::transport::tcp {
 
 namespace {
 
-// Destructor: flushing posted messages, then waiting for the peers' acks, each given up after
-// this long without progress (a frozen peer), and in all at most the endpoint's timeout.
-constexpr double kDrainSeconds = 1;
-constexpr double kLingerSeconds = 0.5;
-
-Clock::time_point after(Clock::time_point from, double seconds) {
-  return from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+// A send that wrote nothing (it returned -1): true when the socket is only full (*blocked set) or
+// the call was interrupted; false when the link failed.
+bool sendStalled(bool* blocked) {
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    *blocked = true;
+    return true;
+  }
+  return errno == EINTR;
 }
-constexpr int kSpinPolls = 100;  // non-blocking polls before the thread sleeps
-constexpr int kSleepMillis = 100;
 
 }  // namespace
 
@@ -68,13 +67,9 @@ bool TcpTransport::flushOutLocked(PeerLink& link) {
       ssize_t n = ::send(link.fd, link.control.data() + link.controlOff,
                          link.control.size() - link.controlOff, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          blocked = true;
-        } else if (errno != EINTR) {
-          outputFailed(link, errno);
-          return true;
-        }
-        continue;
+        if (sendStalled(&blocked)) continue;
+        outputFailed(link, errno);
+        return true;
       }
       did = true;
       link.controlOff += static_cast<size_t>(n);
@@ -118,13 +113,9 @@ bool TcpTransport::flushOutLocked(PeerLink& link) {
     msg.msg_iovlen = static_cast<size_t>(count);
     ssize_t n = ::sendmsg(link.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        blocked = true;
-      } else if (errno != EINTR) {
-        outputFailed(link, errno);
-        return true;
-      }
-      continue;
+      if (sendStalled(&blocked)) continue;
+      outputFailed(link, errno);
+      return true;
     }
     did = true;
     link.frameOff += static_cast<size_t>(n);
@@ -191,7 +182,7 @@ bool TcpTransport::readIn(PeerLink& link) {
           return true;
         }
         sc.credited_.store(h.length, std::memory_order_release);
-        ringDoorbellIfSleeping(*doorbell_);
+        ringDoorbellIfSleeping();
         continue;
       }
       if (h.type == kAbort) {
@@ -206,7 +197,7 @@ bool TcpTransport::readIn(PeerLink& link) {
           markDead(link, why, true);
           return true;
         }
-        if (!rc.buffer_) rc.buffer_.reset(new char[rc.k_ * rc.slotBytes_]);
+        rc.allocate();
         link.inDst = rc.slot(arrived);
       }
       link.inBodyGot = 0;
@@ -220,20 +211,20 @@ bool TcpTransport::readIn(PeerLink& link) {
     link.inBody = false;
     if (h.type == kAbort) {
       recordAbort(link.rank, link.reason);
-      ringDoorbell(*doorbell_);
+      ringDoorbell();
     } else {
       TcpRecvChannel& rc = *recvs_[link.rank * channels + h.channel];
       uint64_t arrived = rc.arrived_.load(std::memory_order_relaxed);
       rc.info_[arrived % rc.k_] = {h.length, h.meta};
       rc.arrived_.store(arrived + 1, std::memory_order_release);
-      ringDoorbellIfSleeping(*doorbell_);
+      ringDoorbellIfSleeping();
     }
   }
   return did;
 }
 
 bool TcpTransport::hasLocalWork() {
-  if (aborts_.ownRequested(std::memory_order_relaxed) && !abortQueued_) return true;
+  if (ownAbortPending()) return true;
   const int channels = config_.channels;
   for (auto& link : links_) {
     if (!link || !link->alive.load(std::memory_order_relaxed)) continue;
@@ -267,23 +258,54 @@ bool TcpTransport::hasPendingOutput() {
       if (sc.posted_.load(std::memory_order_acquire) > sc.written_) return true;
     }
   }
-  return aborts_.ownRequested(std::memory_order_seq_cst) && !abortQueued_;
+  return ownAbortPending(std::memory_order_seq_cst);
 }
 
-bool TcpTransport::progressOnce() {
+void TcpTransport::waitForEvents(int timeoutMillis) {
+  // Also at 0: the ready sockets are collected here and handled by progress().
+  eventCount_ = epoll_wait(epollFd_, events_, 64, timeoutMillis);
+}
+
+void TcpTransport::discardIn(PeerLink& link) {
+  char sink[4096];
+  ssize_t got = ::recv(link.fd, sink, sizeof sink, MSG_DONTWAIT);
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) markDead(link, "closed", false);
+}
+
+bool TcpTransport::progress() {
+  const bool lingering = teardown_ && teardown_->linger;
   bool did = false;
-  if (aborts_.ownRequested() && !abortQueued_) {
-    const std::string reason = aborts_.ownReason(kMaxAbortReason);
+  for (int i = 0; i < eventCount_; ++i) {
+    uint64_t id = events_[i].data.u64;
+    if (id == UINT64_MAX) {
+      wake_.drain();
+      continue;
+    }
+    PeerLink& link = *links_[id];
+    if (events_[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+      if (lingering) {
+        discardIn(link);  // half-closed: just notice the peer's close
+        did = true;
+      } else {
+        did |= readIn(link);
+      }
+    }
+    if ((events_[i].events & EPOLLOUT) && link.alive.load()) {
+      did |= flushOut(link);  // also drops EPOLLOUT once the socket takes everything
+    }
+  }
+  eventCount_ = 0;
+  if (lingering) return did;
+  if (std::optional<std::string> reason = takeOwnAbort(kMaxAbortReason)) {
     FrameHeader frame;
     frame.type = kAbort;
-    frame.length = reason.size();
+    frame.length = reason->size();
     for (auto& link : links_) {
       if (!link) continue;
       std::lock_guard<std::mutex> lock(link->mutex);
       link->control.append(reinterpret_cast<const char*>(&frame), sizeof frame);
-      link->control += reason;
+      link->control += *reason;
     }
-    abortQueued_ = true;
     did = true;
   }
   for (auto& link : links_) {
@@ -292,94 +314,39 @@ bool TcpTransport::progressOnce() {
   return did;
 }
 
-void TcpTransport::progressLoop() {
-  epoll_event events[64];
-  int idle = 0;
-  Clock::time_point drainUntil{};
-  Clock::time_point lingerUntil{};
-  Clock::time_point flushLimit{};  // while peers keep taking data, destroy waits up to here
-  bool lingering = false;
-  bool drained = false;  // the last round wrote something
-  long unackedBefore = -1;
-  while (true) {
-    bool stop = stopping_.load(std::memory_order_acquire);
-    if (stop) {
-      auto now = Clock::now();
-      if (drainUntil == Clock::time_point{}) {
-        // After an abort the data no longer matters: only the short bounds apply.
-        flushLimit = after(now, aborts_.anyAbort() ? 0 : config_.timeoutSeconds);
-        drainUntil = after(now, kDrainSeconds);
-      } else if (drained && !lingering) {
-        drainUntil = std::max(drainUntil, std::min(after(now, kDrainSeconds), flushLimit));
-      }
-      if (!lingering && (!hasPendingOutput() || now >= drainUntil)) {
-        // Everything posted is in the socket: half-close, then wait (bounded) until the peers
-        // have it, so that unread incoming data cannot turn our close into a reset that
-        // discards our unsent tail.
-        for (auto& link : links_) {
-          if (link && link->alive.load()) {
-            std::lock_guard<std::mutex> lock(link->mutex);
-            shutdown(link->fd, SHUT_WR);
-            link->finSent = true;
-          }
-        }
-        lingering = true;
-        lingerUntil = after(now, kLingerSeconds);
-      }
-      if (lingering) {
-        // Done once the peers acknowledged every byte we sent: a reset after that no longer
-        // loses anything (it purges our send queue, not the data in their receive queue).
-        long unacked = 0;
-        for (auto& link : links_) {
-          int outq = 0;
-          if (link && link->alive.load() && ioctl(link->fd, SIOCOUTQ, &outq) == 0 && outq > 0) {
-            unacked += outq;
-          }
-        }
-        if (unackedBefore >= 0 && unacked < unackedBefore) {
-          lingerUntil = std::max(lingerUntil, std::min(after(now, kLingerSeconds), flushLimit));
-        }
-        unackedBefore = unacked;
-        if (unacked == 0 || now >= lingerUntil) break;
-      }
-    }
-    int timeout = 0;
-    if (idle >= kSpinPolls) {
-      wake_.announceSleep();
-      if (!hasLocalWork() && !stopping_.load()) timeout = kSleepMillis;
-      if (stop) timeout = 10;
-    }
-    int n = epoll_wait(epollFd_, events, 64, timeout);
-    wake_.endSleep();
-    bool did = false;
-    for (int i = 0; i < n; ++i) {
-      uint64_t id = events[i].data.u64;
-      if (id == UINT64_MAX) {
-        wake_.drain();
-        continue;
-      }
-      PeerLink& link = *links_[id];
-      if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        if (lingering) {
-          // Draining: discard whatever still arrives, just notice the close.
-          char sink[4096];
-          ssize_t got = ::recv(link.fd, sink, sizeof sink, MSG_DONTWAIT);
-          if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
-            markDead(link, "closed", false);
-          }
-          did = true;
-        } else {
-          did |= readIn(link);
-        }
-      }
-      if ((events[i].events & EPOLLOUT) && link.alive.load()) {
-        did |= flushOut(link);  // also drops EPOLLOUT once the socket takes everything
-      }
-    }
-    if (!lingering) did |= progressOnce();
-    drained = did;
-    idle = did ? 0 : idle + 1;
+bool TcpTransport::finishStopping(bool lastRoundDid) {
+  if (!teardown_) {
+    teardown_.emplace(drainLimit());
+  } else if (lastRoundDid && !teardown_->linger) {
+    teardown_->flush.progressed();  // the peers take data: keep writing
   }
+  Teardown& t = *teardown_;
+  if (!t.linger && (!hasPendingOutput() || t.flush.expired())) {
+    // Everything posted is in the socket: half-close, then wait (bounded) until the peers have
+    // it, so that unread incoming data cannot turn our close into a reset that discards our
+    // unsent tail.
+    for (auto& link : links_) {
+      if (link && link->alive.load()) {
+        std::lock_guard<std::mutex> lock(link->mutex);
+        shutdown(link->fd, SHUT_WR);
+        link->finSent = true;
+      }
+    }
+    t.linger.emplace(Teardown::kLingerSeconds, t.limit);
+  }
+  if (!t.linger) return false;
+  // Done once the peers acknowledged every byte we sent: a reset after that no longer loses
+  // anything (it purges our send queue, not the data in their receive queue).
+  long unacked = 0;
+  for (auto& link : links_) {
+    int outq = 0;
+    if (link && link->alive.load() && ioctl(link->fd, SIOCOUTQ, &outq) == 0 && outq > 0) {
+      unacked += outq;
+    }
+  }
+  if (t.unackedBefore >= 0 && unacked < t.unackedBefore) t.linger->progressed();
+  t.unackedBefore = unacked;
+  return unacked == 0 || t.linger->expired();
 }
 
 }  // namespace braid::transport::tcp

@@ -25,8 +25,16 @@
 
 namespace braid::transport::tcp {
 
+namespace {
+
+constexpr int kSpinPolls = 100;       // empty rounds before the progress thread sleeps
+constexpr int kStopSleepMillis = 10;  // its sleep while flushing on destroy
+
+}  // namespace
+
 TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
-    : config_(config), links_(config.size) {
+    : NetworkEndpoint(config, "tcp", SpinPolicy{kSpinPolls, {}}, kStopSleepMillis),
+      links_(config.size) {
   const int rank = config.rank;
   listenFd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listenFd_ < 0) failErrno(fmt::format("rank {}: tcp socket()", rank), errno);
@@ -53,6 +61,7 @@ TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
     if (p == rank || config.peerKinds[p] != Kind::kTcp) continue;
     links_[p] = std::make_unique<PeerLink>();
     links_[p]->rank = p;
+    trackPeer(links_[p].get());
   }
   sends_.resize(static_cast<size_t>(config.size) * config.channels);
   recvs_.resize(static_cast<size_t>(config.size) * config.channels);
@@ -74,9 +83,7 @@ TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
 }
 
 TcpTransport::~TcpTransport() {
-  stopping_.store(true);
-  wake_.kick();
-  if (thread_.joinable()) thread_.join();
+  stopProgressThread();  // flushes what was posted first (finishStopping)
   for (auto& link : links_) {
     if (link && link->fd >= 0) close(link->fd);
   }
@@ -84,11 +91,9 @@ TcpTransport::~TcpTransport() {
   if (epollFd_ >= 0) close(epollFd_);
 }
 
-void TcpTransport::start(Doorbell* doorbell) {
-  doorbell_ = doorbell;
+void TcpTransport::startNetwork() {
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epollFd_ < 0) failErrno(fmt::format("rank {}: epoll_create1", config_.rank), errno);
-  wake_.open(fmt::format("rank {}: eventfd", config_.rank));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = UINT64_MAX;
@@ -102,7 +107,6 @@ void TcpTransport::start(Doorbell* doorbell) {
                 errno);
     }
   }
-  thread_ = std::thread([this] { progressLoop(); });
 }
 
 SendChannel& TcpTransport::send(int peer, int channel) {
@@ -113,16 +117,10 @@ RecvChannel& TcpTransport::recv(int peer, int channel) {
   return *recvs_[peer * config_.channels + channel];
 }
 
-bool TcpTransport::peerAlive(int peer) {
-  return !links_[peer] || links_[peer]->alive.load(std::memory_order_acquire);
-}
-
-void TcpTransport::wakeProgress() { wake_.wake(); }
-
 void TcpTransport::flushSoon(PeerLink& link) {
   // Writing from the user thread saves a wake-up of the progress thread per message; when the
   // progress thread is writing this link right now, it picks the new work up itself.
-  if (!stopping_.load(std::memory_order_relaxed)) {
+  if (!stopping()) {
     std::unique_lock<std::mutex> lock(link.mutex, std::try_to_lock);
     if (lock.owns_lock()) {
       flushOutLocked(link);
@@ -132,23 +130,10 @@ void TcpTransport::flushSoon(PeerLink& link) {
   wakeProgress();
 }
 
-void TcpTransport::signalAbort(const std::string& reason) {
-  aborts_.requestOwn(reason);
-  wake_.kick();
-}
-
-std::optional<std::pair<int, std::string>> TcpTransport::peerAbort() { return aborts_.peer(); }
-
-void TcpTransport::recordAbort(int peer, const std::string& reason) {
-  aborts_.recordPeer(peer, reason);
-}
-
-void TcpTransport::markDead(PeerLink& link, const std::string& why, bool protocolError) {
-  if (!link.alive.exchange(false)) return;  // the user thread may get here too (inline flush)
-  aborts_.peerGone(config_.rank, link.rank, "tcp", why, protocolError, stopping_.load());
+void TcpTransport::peerDied(NetworkPeer& peer, bool protocolError) {
+  auto& link = static_cast<PeerLink&>(peer);
   if (protocolError) shutdown(link.fd, SHUT_RDWR);
   epoll_ctl(epollFd_, EPOLL_CTL_DEL, link.fd, nullptr);
-  if (doorbell_ != nullptr) ringDoorbell(*doorbell_);
 }
 
 }  // namespace braid::transport::tcp

@@ -15,11 +15,9 @@ namespace braid::transport::ucx {
 
 /// One peer's endpoint. `alive` is read by any thread; the rest belongs to the worker's owner
 /// (hello fields are written before connectPeers() returns and only read afterwards).
-struct PeerState {
+struct PeerState : NetworkPeer {
   UcxTransport* owner = nullptr;
-  int rank = -1;
   ucp_ep_h ep = nullptr;
-  std::atomic<bool> alive{true};
   bool helloSeen = false;
   bool helloLocal = false;  // its hello says: same host and pid namespace, another process
   bool peerErrors = true;   // UCP_ERR_HANDLING_MODE_PEER: UCX reports its failure
@@ -55,16 +53,35 @@ struct SendSlot {
   std::atomic<uint8_t> busy{0};
 };
 
-class UcxSendChannel final : public SendChannel {
- public:
-  UcxSendChannel(UcxTransport* owner, PeerState* peer, const EndpointConfig& c, int channel)
+/// What a ucx send and receive channel share: the endpoint, the peer, the channel index and K
+/// slots of `stride_` bytes (SlotHeader + payload, 64-byte aligned) with a `Slot` state each.
+template <class Slot>
+struct UcxSlots {
+  UcxSlots(UcxTransport* owner, PeerState* peer, const EndpointConfig& c, int channel)
       : owner_(owner),
         peerState_(peer),
         k_(static_cast<uint64_t>(c.slots)),
         slotBytes_(c.slotBytes),
         stride_((kSlotHeaderBytes + c.slotBytes + 63) / 64 * 64),
-        slots_(new SendSlot[c.slots]),
-        channel_(channel) {
+        slots_(new Slot[c.slots]),
+        channel_(channel) {}
+
+  char* slot(uint64_t n) { return buffer_.get() + (n % k_) * stride_; }
+
+  UcxTransport* owner_;
+  PeerState* peerState_;
+  uint64_t k_;
+  size_t slotBytes_;
+  size_t stride_;
+  AlignedBuffer buffer_;
+  std::unique_ptr<Slot[]> slots_;
+  int channel_;
+};
+
+class UcxSendChannel final : public SendChannel, public UcxSlots<SendSlot> {
+ public:
+  UcxSendChannel(UcxTransport* owner, PeerState* peer, const EndpointConfig& c, int channel)
+      : UcxSlots(owner, peer, c, channel) {
     for (int i = 0; i < c.slots; ++i) slots_[i].channel = this;
   }
 
@@ -102,16 +119,6 @@ class UcxSendChannel final : public SendChannel {
   size_t slotBytes() const override { return slotBytes_; }
   int peer() const override { return peerState_->rank; }
 
-  char* slot(uint64_t n) { return buffer_.get() + (n % k_) * stride_; }
-
-  UcxTransport* owner_;
-  PeerState* peerState_;
-  uint64_t k_;
-  size_t slotBytes_;
-  size_t stride_;
-  AlignedBuffer buffer_;
-  std::unique_ptr<SendSlot[]> slots_;
-  int channel_;
   alignas(64) std::atomic<uint64_t> posted_{0};    // written by the user
   alignas(64) std::atomic<uint64_t> credited_{0};  // written by the worker's owner
   uint64_t issued_ = 0;                            // worker's owner
@@ -125,17 +132,11 @@ struct RecvSlot {
   bool done = false;        // completed, not yet counted in arrived_
 };
 
-class UcxRecvChannel final : public RecvChannel {
+class UcxRecvChannel final : public RecvChannel, public UcxSlots<RecvSlot> {
  public:
   UcxRecvChannel(UcxTransport* owner, PeerState* peer, const EndpointConfig& c, int channel)
-      : owner_(owner),
-        peerState_(peer),
-        k_(static_cast<uint64_t>(c.slots)),
-        slotBytes_(c.slotBytes),
-        stride_((kSlotHeaderBytes + c.slotBytes + 63) / 64 * 64),
-        buffer_(allocateSlots(k_ * stride_)),
-        slots_(new RecvSlot[c.slots]),
-        channel_(channel) {
+      : UcxSlots(owner, peer, c, channel) {
+    buffer_ = allocateSlots(k_ * stride_);  // the receives are posted into it at once
     for (int i = 0; i < c.slots; ++i) {
       slots_[i].channel = this;
       slots_[i].index = static_cast<uint32_t>(i);
@@ -165,16 +166,6 @@ class UcxRecvChannel final : public RecvChannel {
 
   int peer() const override { return peerState_->rank; }
 
-  char* slot(uint64_t n) { return buffer_.get() + (n % k_) * stride_; }
-
-  UcxTransport* owner_;
-  PeerState* peerState_;
-  uint64_t k_;
-  size_t slotBytes_;
-  size_t stride_;
-  AlignedBuffer buffer_;
-  std::unique_ptr<RecvSlot[]> slots_;
-  int channel_;
   alignas(64) std::atomic<uint64_t> arrived_{0};   // written by the worker's owner
   alignas(64) std::atomic<uint64_t> released_{0};  // written by the user
   uint64_t reposted_ = 0;                          // worker's owner: receives re-posted so far

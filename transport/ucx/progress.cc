@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "common/log.h"
+#include "transport/network/drain_budget.h"
 #include "transport/ucx/channels.h"
 #include "transport/ucx/ucx.h"
 
@@ -14,8 +17,6 @@ namespace braid::transport::ucx {
 
 namespace {
 
-constexpr auto kSpin = std::chrono::microseconds(50);  // busy polls after the last activity
-constexpr int kSleepMillis = 100;  // a sleep ends at least this often (belt and braces)
 // Teardown: flushing and closing the endpoints, given up after this long without a send or a
 // close completing (a frozen peer), and in all at most the endpoint's timeout.
 constexpr double kCloseSeconds = 1;
@@ -42,10 +43,6 @@ void controlSendCallback(void* request, ucs_status_t status, void* user) {
 }
 
 }  // namespace
-
-void UcxTransport::ring() {
-  if (doorbell_ != nullptr) ringDoorbell(*doorbell_);
-}
 
 void UcxTransport::postRecv(UcxRecvChannel& channel, uint32_t index) {
   RecvSlot& slot = channel.slots_[index];
@@ -136,7 +133,7 @@ void UcxTransport::onSendDone(SendSlot& slot, ucs_status_t status) {
                          ucs_status_string(status)),
              false);
   }
-  if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
+  ringDoorbellIfSleeping();
 }
 
 void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length) {
@@ -167,7 +164,7 @@ void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length
     ++arrived;
   }
   channel.arrived_.store(arrived, std::memory_order_release);
-  if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
+  ringDoorbellIfSleeping();
 }
 
 void UcxTransport::onControlDone(ControlMessage* message, ucs_status_t status) {
@@ -223,13 +220,13 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
       }
       if (h.value > sc->credited_.load(std::memory_order_relaxed)) {
         sc->credited_.store(h.value, std::memory_order_release);
-        if (doorbell_ != nullptr) ringDoorbellIfSleeping(*doorbell_);
+        ringDoorbellIfSleeping();
       }
       return;
     }
     case kAbort:
       recordAbort(h.rank, std::string(text, std::min<size_t>(bytes, kMaxAbortReason)));
-      ring();
+      ringDoorbell();
       return;
     default:
       markDead(peer, fmt::format("unknown control message type {}", h.type), true);
@@ -238,19 +235,15 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
 
 void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protocolError) {
   if (peer.reason.empty()) peer.reason = why;
-  if (!peer.alive.exchange(false)) return;
-  aborts_.peerGone(config_.rank, peer.rank, "ucx", why, protocolError, stopping_.load());
-  ring();
+  NetworkEndpoint::markDead(peer, why, protocolError);
 }
 
 bool UcxTransport::doLocalWork() {
   bool did = false;
-  if (aborts_.ownRequested() && !abortQueued_) {
-    const std::string reason = aborts_.ownReason(kMaxAbortReason);
+  if (std::optional<std::string> reason = takeOwnAbort(kMaxAbortReason)) {
     for (auto& peer : peers_) {
-      if (peer && peer->alive.load()) sendControl(*peer, kAbort, 0, 0, reason);
+      if (peer && peer->alive.load()) sendControl(*peer, kAbort, 0, 0, *reason);
     }
-    abortQueued_ = true;
     did = true;
   }
   for (auto& peer : peers_) {
@@ -285,7 +278,8 @@ bool UcxTransport::flushChannel(PeerState& peer, int channel) {
 }
 
 bool UcxTransport::hasLocalWork() {
-  if (aborts_.ownRequested(std::memory_order_relaxed) && !abortQueued_) return true;
+  std::lock_guard<std::mutex> lock(workerMutex_);
+  if (ownAbortPending()) return true;
   for (auto& peer : peers_) {
     if (!peer || peer->ep == nullptr) continue;
     for (int c = 0; c < config_.channels; ++c) {
@@ -300,7 +294,7 @@ bool UcxTransport::hasLocalWork() {
   return false;
 }
 
-void UcxTransport::waitForEvents(int timeoutMillis, std::mutex* workerLock) {
+void UcxTransport::sleepOnWorker(int timeoutMillis, std::mutex* workerLock) {
   ucs_status_t status;
   {
     std::unique_lock<std::mutex> lock;
@@ -319,41 +313,27 @@ void UcxTransport::waitForEvents(int timeoutMillis, std::mutex* workerLock) {
   if (n > 0 && (fds[0].revents & POLLIN)) wake_.drain();
 }
 
-void UcxTransport::progressLoop() {
-  Clock::time_point lastActivity = Clock::now();
-  while (true) {
-    bool did = false;
-    // Read before this round's work: the round after the user asked us to stop still issues
-    // everything the user did before that (its last posts, its abort record for the peers).
-    const bool last = stopping_.load(std::memory_order_acquire);
-    if (!last && userWaiting_.load(std::memory_order_relaxed) != 0) {
-      std::this_thread::yield();  // a user is about to send or release: let it have the worker
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(workerMutex_);
-      for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) did = true;
-      did |= doLocalWork();
-    }
-    // The user stored its last posts before it destroyed us: they are issued above; the
-    // endpoints' flush in cleanup() delivers them.
-    if (last) break;
-    auto now = Clock::now();
-    if (did) {
-      lastActivity = now;
-      continue;
-    }
-    if (now - lastActivity < kSpin) continue;
-    wake_.announceSleep();
-    bool work;
-    {
-      std::lock_guard<std::mutex> lock(workerMutex_);
-      work = hasLocalWork();
-    }
-    if (!work && !stopping_.load()) waitForEvents(kSleepMillis, &workerMutex_);
-    wake_.endSleep();
-    lastActivity = Clock::now();
-  }
+void UcxTransport::waitForEvents(int timeoutMillis) {
+  if (timeoutMillis > 0) sleepOnWorker(timeoutMillis, &workerMutex_);
+}
+
+bool UcxTransport::progress() {
+  bool did = false;
+  std::lock_guard<std::mutex> lock(workerMutex_);
+  for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) did = true;
+  did |= doLocalWork();
+  return did;
+}
+
+bool UcxTransport::finishStopping(bool) {
+  // One round after the stop: the user stored its last posts before it destroyed us, so that
+  // round issues them; the endpoints' flush in cleanup() delivers them.
+  return std::exchange(finalRoundDone_, true);
+}
+
+bool UcxTransport::standBack() {
+  // A user is about to send or release: let it have the worker.
+  return userWaiting_.load(std::memory_order_relaxed) != 0;
 }
 
 size_t UcxTransport::sendsInFlight() const {
@@ -378,9 +358,7 @@ void UcxTransport::cleanup() {
       if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
       peer->ep = nullptr;
     }
-    // After an abort the data no longer matters: only the short bound applies.
-    const Deadline limit = Deadline::after(aborts_.anyAbort() ? 0 : config_.timeoutSeconds);
-    Deadline closeDeadline = Deadline::after(kCloseSeconds);
+    DrainBudget budget(kCloseSeconds, drainLimit());
     size_t inFlightBefore = SIZE_MAX;
     while (!closing.empty()) {
       ucp_worker_progress(worker_);
@@ -394,12 +372,9 @@ void UcxTransport::cleanup() {
                                    }),
                     closing.end());
       const size_t inFlight = closing.size() + sendsInFlight();
-      if (inFlight < inFlightBefore) {  // peers are taking data: give them longer
-        const Deadline extended = Deadline::after(kCloseSeconds).earlier(limit);
-        if (extended.when() > closeDeadline.when()) closeDeadline = extended;
-      }
+      if (inFlight < inFlightBefore) budget.progressed();  // peers are taking data
       inFlightBefore = inFlight;
-      if (closeDeadline.expired()) break;
+      if (budget.expired()) break;
     }
     for (void* request : closing) ucp_request_free(request);  // released once it completes
     // Then the receives still posted.

@@ -6,8 +6,9 @@
 // released count back as an active message. The progress thread drives the worker whenever no
 // user does and rings the endpoint's doorbell on every arrival, credit, completed send, abort
 // and failure; it sleeps on the worker's event fd (ucp_worker_arm) plus an eventfd user threads
-// write when it announced a sleep (the doorbell's Dekker protocol again). This file: setup,
-// hello, the user-side calls; progress.cc: the progress thread, callbacks and teardown.
+// write when it announced a sleep (the doorbell's Dekker protocol again; the loop is
+// NetworkEndpoint's). This file: setup and the user-side calls; connect.cc: endpoints and the
+// hello; progress.cc: the progress thread's hooks, callbacks and teardown.
 #include "transport/ucx/ucx.h"
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -29,33 +31,8 @@ namespace braid::transport::ucx {
 
 namespace {
 
-std::string toHex(const void* data, size_t bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  const auto* in = static_cast<const unsigned char*>(data);
-  std::string out(bytes * 2, '0');
-  for (size_t i = 0; i < bytes; ++i) {
-    out[2 * i] = kDigits[in[i] >> 4];
-    out[2 * i + 1] = kDigits[in[i] & 15];
-  }
-  return out;
-}
-
-bool fromHex(const std::string& text, std::string* out) {
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  if (text.empty() || text.size() % 2 != 0) return false;
-  out->assign(text.size() / 2, '\0');
-  for (size_t i = 0; i < out->size(); ++i) {
-    int hi = digit(text[2 * i]), lo = digit(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    (*out)[i] = static_cast<char>(hi * 16 + lo);
-  }
-  return true;
-}
+// The progress thread spins this long after its last activity before it sleeps on the worker.
+constexpr auto kSpin = std::chrono::microseconds(50);
 
 // Hostname plus boot id: equal only for processes on one running kernel.
 uint64_t hostId() {
@@ -75,15 +52,10 @@ ucs_status_t controlCallback(void* arg, const void* header, size_t headerBytes, 
   return UCS_OK;  // the data is not kept
 }
 
-void endpointErrorCallback(void* arg, ucp_ep_h, ucs_status_t status) {
-  auto* peer = static_cast<PeerState*>(arg);
-  peer->owner->onEndpointError(*peer, status);
-}
-
 }  // namespace
 
 UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
-    : config_(config), peers_(config.size) {
+    : NetworkEndpoint(config, "ucx", SpinPolicy{0, kSpin}, 0), peers_(config.size) {
   const int rank = config.rank;
   BRAID_ENFORCE(
       config.size <= kMaxRanks && config.channels <= kMaxChannels && config.slots <= kMaxSlots,
@@ -127,7 +99,6 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_worker_get_efd failed: {}", rank,
            ucs_status_string(status));
     }
-    wake_.open(fmt::format("rank {}: ucx: eventfd", rank));
     ucp_am_handler_param_t handler{};
     handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                          UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -145,6 +116,7 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
       peers_[p] = std::make_unique<PeerState>();
       peers_[p]->rank = p;
       peers_[p]->owner = this;
+      trackPeer(peers_[p].get());
     }
     sends_.resize(static_cast<size_t>(config.size) * config.channels);
     recvs_.resize(static_cast<size_t>(config.size) * config.channels);
@@ -179,92 +151,8 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
 }
 
 UcxTransport::~UcxTransport() {
-  stopping_.store(true);
-  wake_.kick();
-  if (thread_.joinable()) thread_.join();
+  stopProgressThread();  // it issues what was posted first (finishStopping)
   cleanup();
-}
-
-void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
-  const int rank = config_.rank;
-  Hello hello;
-  hello.size = config_.size;
-  hello.jobIdBytes = static_cast<uint32_t>(config_.jobId.size());
-  hello.secretBytes = static_cast<uint32_t>(config_.secret.size());
-  hello.pid = static_cast<uint64_t>(getpid());
-  hello.pidNamespace = pidNamespace_;
-  hello.hostId = hostId_;
-  // BRAID_UCX_ERR_MODE=peer|none overrides the choice below (auto).
-  const std::string errMode = envString("BRAID_UCX_ERR_MODE").value_or("auto");
-  BRAID_ENFORCE(errMode == "auto" || errMode == "peer" || errMode == "none",
-                ErrorCode::kInvalidUsage,
-                "rank {}: BRAID_UCX_ERR_MODE='{}': choose auto, peer or none", rank, errMode);
-  for (auto& peer : peers_) {
-    if (!peer) continue;
-    const std::string key = fmt::format("{}/ucx/{}", config_.jobId, peer->rank);
-    std::string hex;
-    hex = getPeerKey(kv, key, deadline, rank, peer->rank, "ucx", "publish its address");
-    std::string address;
-    size_t colon1 = hex.find(':');
-    size_t colon2 = colon1 == std::string::npos ? colon1 : hex.find(':', colon1 + 1);
-    BRAID_ENFORCE(colon2 != std::string::npos && fromHex(hex.substr(colon2 + 1), &address),
-                  ErrorCode::kRemoteError,
-                  "rank {}: ucx: peer rank {} published a malformed worker address under '{}'",
-                  rank, peer->rank, key);
-    // A peer on this host, in this pid namespace: its death is seen by the kernel (peerAlive),
-    // so UCX may use shared memory, whose transports have no peer failure handling. Elsewhere
-    // UCX must report failures (its transports there do).
-    const bool local = hex.substr(0, colon2) == fmt::format("{:x}:{:x}", hostId_, pidNamespace_) &&
-                       pidNamespace_ != 0;
-    peer->peerErrors = errMode == "auto" ? !local : errMode == "peer";
-    ucp_ep_params_t params{};
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    params.address = reinterpret_cast<const ucp_address_t*>(address.data());
-    params.err_mode = peer->peerErrors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-    params.err_handler.cb = endpointErrorCallback;
-    params.err_handler.arg = peer.get();
-    ucs_status_t status = ucp_ep_create(worker_, &params, &peer->ep);
-    if (status != UCS_OK) {
-      peer->ep = nullptr;
-      fail(ErrorCode::kSystemError,
-           "rank {}: ucx: creating the endpoint to peer rank {} failed: {} (UCX_TLS={})", rank,
-           peer->rank, ucs_status_string(status), tls_.empty() ? "unset" : tls_);
-    }
-    hello.target = peer->rank;
-    std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
-    payload += config_.jobId + config_.secret;
-    sendControl(*peer, kHello, 0, 0, std::move(payload));
-  }
-  // Progress here until every peer's hello arrived: then both directions are wired up.
-  while (true) {
-    std::string missing;
-    for (auto& peer : peers_) {
-      if (!peer) continue;
-      if (!peer->alive.load()) {
-        fail(ErrorCode::kRemoteError,
-             "rank {}: ucx connection to peer rank {} failed: {} (UCX_TLS={})", rank, peer->rank,
-             peer->reason, tls_.empty() ? "unset" : tls_);
-      }
-      if (!peer->helloSeen) missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
-    }
-    if (missing.empty()) break;
-    if (deadline.expired()) {
-      fail(ErrorCode::kTimeout,
-           "rank {}: ucx connect timed out waiting for the hello of peer rank(s) {} (UCX_TLS={})",
-           rank, missing, tls_.empty() ? "unset" : tls_);
-    }
-    if (ucp_worker_progress(worker_) == 0)
-      waitForEvents(std::min(deadline.millisLeft(), 10), nullptr);
-  }
-  for (auto& peer : peers_) {
-    if (peer) peer->checkPid = !peer->peerErrors && peer->helloLocal;
-  }
-}
-
-void UcxTransport::start(Doorbell* doorbell) {
-  doorbell_ = doorbell;
-  thread_ = std::thread([this] { progressLoop(); });
 }
 
 SendChannel& UcxTransport::send(int peer, int channel) {
@@ -306,8 +194,6 @@ void UcxTransport::drainWorker() {
   userTouched_.store(true, std::memory_order_relaxed);
 }
 
-void UcxTransport::wakeProgress() { wake_.wake(); }
-
 void UcxTransport::flushSoon(PeerState& peer, int channel) {
   // The progress thread holds the mutex only for one bounded batch of progress calls, so waiting
   // for it is short; leaving the work to it instead costs a thread switch per message, and on a
@@ -345,37 +231,6 @@ void UcxTransport::beforeUserSleep() {
   // progress thread look again before the user sleeps on it. Only the progress thread clears the
   // flag (when it progresses instead of arming), so a wake-up is never lost between the two.
   if (userTouched_.load(std::memory_order_relaxed)) wakeProgress();
-}
-
-void UcxTransport::signalAbort(const std::string& reason) {
-  aborts_.requestOwn(reason);
-  wake_.kick();
-}
-
-std::optional<std::pair<int, std::string>> UcxTransport::peerAbort() { return aborts_.peer(); }
-
-void UcxTransport::recordAbort(int peer, const std::string& reason) {
-  aborts_.recordPeer(peer, reason);
-}
-
-void UcxTransport::onHello(int from, const char* data, size_t bytes) {
-  const int rank = config_.rank;
-  auto reject = [&](const std::string& why) {
-    BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", rank, from, why);
-  };
-  std::string why;
-  std::optional<HelloPayload> payload = decodeHello(data, bytes, config_.size, rank, &why);
-  if (!payload) return reject(why);
-  if (payload->jobId != config_.jobId || payload->secret != config_.secret) {
-    return reject("wrong job id or secret");
-  }
-  const Hello& hello = payload->hello;
-  PeerState& peer = *peers_[from];
-  if (peer.helloSeen) return;
-  peer.helloSeen = true;
-  peer.pid = static_cast<int64_t>(hello.pid);
-  peer.helloLocal = hello.hostId == hostId_ && hello.pidNamespace == pidNamespace_ &&
-                    pidNamespace_ != 0 && static_cast<pid_t>(hello.pid) != getpid();
 }
 
 }  // namespace braid::transport::ucx

@@ -8,17 +8,11 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <unordered_set>
-#include <utility>
 #include <vector>
 
-#include "transport/abort_record.h"
-#include "transport/backend.h"
-#include "transport/doorbell.h"
-#include "transport/progress_wake.h"
+#include "transport/network/network_endpoint.h"
 #include "transport/transport.h"
 
 namespace braid::transport::ucx {
@@ -43,30 +37,21 @@ struct RecvSlot;
 /// mode): the constructing thread until start(); then whoever holds workerMutex_: the progress
 /// thread, or a user thread that got it with try_lock to send, release or poll without a thread
 /// switch; then the destructor after the join. "Worker owner" below means that thread.
-class UcxTransport final : public BackendEndpoint {
+class UcxTransport final : public NetworkEndpoint {
  public:
   UcxTransport(const EndpointConfig& config, KeyValue& kv);
   ~UcxTransport() override;
   Kind kind() const override { return Kind::kUcx; }
-  UcxTransport(const UcxTransport&) = delete;
-  UcxTransport& operator=(const UcxTransport&) = delete;
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  void start(Doorbell* doorbell) override;
-
   SendChannel& send(int peer, int channel) override;
   RecvChannel& recv(int peer, int channel) override;
   /// False once UCX reported the peer's endpoint failed, the peer broke the protocol, or (same
   /// host and pid namespace) its process is gone; in that last case only after what it sent
   /// before it went has arrived.
   bool peerAlive(int peer) override;
-  /// Sends an abort message to every ucx peer (from the progress thread); safe from any thread.
-  void signalAbort(const std::string& reason) override;
-  /// The first abort a ucx peer sent (or a protocol error a peer committed).
-  std::optional<std::pair<int, std::string>> peerAbort() override;
+  // signalAbort: the progress thread sends an abort message to every live ucx peer.
 
-  /// Wakes the progress thread if it sleeps (after a post or release by the user).
-  void wakeProgress();
   /// After a post or release on (peer, channel): issues the send / re-posts the receive and
   /// returns the credit from the calling thread (waiting for the worker's mutex, which the
   /// progress thread holds only briefly).
@@ -86,6 +71,13 @@ class UcxTransport final : public BackendEndpoint {
                  const ucp_am_recv_param_t* param);
 
  private:
+  // NetworkEndpoint's hooks (progress.cc).
+  void waitForEvents(int timeoutMillis) override;
+  bool progress() override;
+  bool hasLocalWork() override;
+  bool finishStopping(bool lastRoundDid) override;
+  bool standBack() override;
+
   void cleanup();
   /// Send slots whose send has not completed (worker owner).
   size_t sendsInFlight() const;
@@ -99,35 +91,26 @@ class UcxTransport final : public BackendEndpoint {
   void onHello(int from, const char* data, size_t bytes);
   bool doLocalWork();
   bool flushChannel(PeerState& peer, int channel);
-  bool hasLocalWork();
-  void progressLoop();
   /// Arms the worker (holding *workerLock if given) and polls its event fd and wake_.
-  void waitForEvents(int timeoutMillis, std::mutex* workerLock);
+  void sleepOnWorker(int timeoutMillis, std::mutex* workerLock);
+  /// Records why (the first reason) and marks the peer dead (NetworkEndpoint::markDead).
   void markDead(PeerState& peer, const std::string& why, bool protocolError);
-  void recordAbort(int peer, const std::string& reason);
-  void ring();
 
-  EndpointConfig config_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  int workerFd_ = -1;  // ucp_worker_get_efd; owned by UCX
-  ProgressWake wake_;  // user threads wake the progress thread through it
-  std::string tls_;    // UCX_TLS as seen at start, for messages
+  int workerFd_ = -1;                              // ucp_worker_get_efd; owned by UCX
+  std::string tls_;                                // UCX_TLS as seen at start, for messages
   std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ucx peers
   std::vector<std::unique_ptr<UcxSendChannel>> sends_;
   std::vector<std::unique_ptr<UcxRecvChannel>> recvs_;
   std::unordered_set<ControlMessage*> control_;  // in flight; worker owner only
   uint64_t pidNamespace_ = 0;
   uint64_t hostId_ = 0;
-  Doorbell* doorbell_ = nullptr;
   std::mutex workerMutex_;                // held by the worker's owner after start()
   std::atomic<bool> userTouched_{false};  // a user thread drove the worker (see beforeUserSleep)
   std::atomic<int> userWaiting_{0};       // user threads waiting for workerMutex_
   int pollSkip_ = 0;                      // pollSoon(): calls to skip (user thread only)
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  bool abortQueued_ = false;  // worker owner only
-  AbortRecord aborts_;        // this rank's abort (sent by the progress thread), the first peer's
+  bool finalRoundDone_ = false;           // progress thread: the round after the stop ran
 };
 
 }  // namespace braid::transport::ucx

@@ -62,4 +62,32 @@ std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size
   return out;
 }
 
+std::string toHex(const void* data, size_t bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  const auto* in = static_cast<const unsigned char*>(data);
+  std::string out(bytes * 2, '0');
+  for (size_t i = 0; i < bytes; ++i) {
+    out[2 * i] = kDigits[in[i] >> 4];
+    out[2 * i + 1] = kDigits[in[i] & 15];
+  }
+  return out;
+}
+
+bool fromHex(const std::string& text, std::string* out) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (text.empty() || text.size() % 2 != 0) return false;
+  out->assign(text.size() / 2, '\0');
+  for (size_t i = 0; i < out->size(); ++i) {
+    int hi = digit(text[2 * i]), lo = digit(text[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    (*out)[i] = static_cast<char>(hi * 16 + lo);
+  }
+  return true;
+}
+
 }  // namespace braid::transport::ucx

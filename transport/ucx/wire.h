@@ -98,4 +98,9 @@ struct HelloPayload {
 std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size, int rank,
                                         std::string* why);
 
+/// The worker address as published under "<jobId>/ucx/<rank>": lower-case hex, two digits a
+/// byte; fromHex() is false for an empty, odd-length or non-hex text.
+std::string toHex(const void* data, size_t bytes);
+bool fromHex(const std::string& text, std::string* out);
+
 }  // namespace braid::transport::ucx

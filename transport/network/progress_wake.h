@@ -1,8 +1,8 @@
-// How user threads wake a transport's progress thread (tcp, ucx): an eventfd the thread polls
-// along with its sockets / worker fd, written only when the thread announced a sleep. Dekker as in
-// the doorbell: the thread announces (flag, fence), checks for work once more, then sleeps; a user
-// thread makes its work visible, fences, and writes the fd if the flag is set. No wake-up is lost,
-// and a busy progress thread costs users no system call.
+// How user threads wake a network endpoint's progress thread (tcp, ucx; network_endpoint.h): an
+// eventfd the thread polls along with its sockets / worker fd, written only when the thread
+// announced a sleep. Dekker as in the doorbell: the thread announces (flag, fence), checks for
+// work once more, then sleeps; a user thread makes its work visible, fences, and writes the fd if
+// the flag is set. No wake-up is lost, and a busy progress thread costs users no system call.
 #pragma once
 
 #include <sys/eventfd.h>
