@@ -19,7 +19,6 @@ namespace {
 constexpr const char* kVersionWord = "braid-topology";
 // A file describes at most this many ranks in all (node lines declare, rank lines place): more is
 // a mistake, and a graph that size already takes hundreds of MB to hold and write back.
-constexpr int64_t kMaxRanks = 1 << 20;
 
 // Where a statement came from, for error messages.
 struct Where {
@@ -139,13 +138,13 @@ RankInfo defaultRankInfo(const Node& node, int nodeIndex, int local) {
 
 }  // namespace
 
-ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
+ClusterGraph parseGraph(const std::string& textIn, const std::string& source, int64_t maxRanks) {
   ClusterGraph g;
   std::map<std::string, int> nodeIndex;
   std::vector<int> nodeLine;
   std::map<std::string, int> linkLine;
   std::vector<RankLine> rankLines;
-  // Ranks the node lines declare and rank lines place, bounded (kMaxRanks) as they are read: a
+  // Ranks the node lines declare and rank lines place, bounded (maxRanks) as they are read: a
   // short line like "node n[0-1048575] ranks=16777216" must be refused, not allocated.
   int64_t declared = 0, placed = 0;
   std::istringstream in(textIn);
@@ -204,8 +203,8 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       }
       const NamePattern names = namePattern(at, "name", w[1]);
       declared += names.count() * ranks;
-      if (declared > kMaxRanks) {
-        bad(at, "ranks", "the node lines declare more than {} ranks", kMaxRanks);
+      if (declared > maxRanks) {
+        bad(at, "ranks", "the node lines declare more than {} ranks", maxRanks);
       }
       for (const std::string& rawName : names.names()) {
         auto name = text::unescape(rawName);
@@ -260,8 +259,8 @@ ClusterGraph parseGraph(const std::string& textIn, const std::string& source) {
       auto ranges = text::parseIntRanges(w[1]);
       if (!ranges || ranges->empty()) bad(at, "rank", "'{}' is not a rank or range (5, 0-7)", w[1]);
       for (const auto& [lo, hi] : *ranges) placed += int64_t{hi} - lo + 1;
-      if (placed > kMaxRanks) {
-        bad(at, "rank", "the rank lines place more than {} ranks", kMaxRanks);
+      if (placed > maxRanks) {
+        bad(at, "rank", "the rank lines place more than {} ranks", maxRanks);
       }
       auto f = fields(at, w, 2, {"node", "gpu", "numa", "cpus"});
       if (!f.count("node")) bad(at, "node", "missing (the node this rank runs on)");

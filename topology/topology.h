@@ -162,11 +162,17 @@ inline constexpr const char* kTopoFileEnv = "BRAID_TOPO_FILE";
 /// Environment variable naming a file where rank 0 writes the graph in use.
 inline constexpr const char* kTopoDumpFileEnv = "BRAID_TOPO_DUMP_FILE";
 
+/// The most ranks a topology file may describe (a million: beyond any job braid runs, and a
+/// bound on what a short line such as "node n[0-1048575] ranks=16" may make the parser allocate).
+inline constexpr int64_t kMaxTopologyRanks = int64_t{1} << 20;
+
 /// The graph as the text file's lines (parseGraph() reads it back to an equal graph).
 std::string formatGraph(const ClusterGraph& graph);
 /// Reads a topology file's text. `source` names it in errors, which say
 /// "<source> line N: field 'F': what is wrong" and are thrown as kInvalidUsage.
-ClusterGraph parseGraph(const std::string& text, const std::string& source = "topology");
+/// maxRanks bounds what the node and rank lines may declare (kInvalidUsage beyond it).
+ClusterGraph parseGraph(const std::string& text, const std::string& source = "topology",
+                        int64_t maxRanks = kMaxTopologyRanks);
 /// formatGraph() into `path`; throws kSystemError when it cannot be written.
 void saveGraph(const ClusterGraph& graph, const std::string& path);
 /// parseGraph() of the file at `path`; kSystemError when unreadable, kInvalidUsage when bad.
