@@ -2,7 +2,7 @@
 // once its own init is done, and the rank hosting the store keeps it up in destroy until every
 // other rank has let go (or died), bounded by the communicator's timeout.
 #include "comm/bootstrap/server.h"
-#include "comm/state.h"
+#include "comm/detail/state.h"
 #include "common/log.h"
 
 namespace braid {

@@ -108,7 +108,7 @@ class Communicator {
   explicit Communicator(std::shared_ptr<CommState> state);
   std::shared_ptr<CommState> state_;
   friend class Request;
-  friend struct CommFactory;  // comm/internal.h: creation from a given store (tests, bindings)
+  friend struct CommFactory;  // comm/detail/internal.h: creation from a given store
 };
 
 /// Handle for a non-blocking collective. Destroying an unfinished request waits for it (bounded

@@ -14,7 +14,7 @@
 
 #include "c10d_store.h"
 #include "comm/bootstrap/secret.h"
-#include "comm/internal.h"
+#include "comm/detail/internal.h"
 #include "common/env.h"
 #include "types.h"
 #include "watcher.h"

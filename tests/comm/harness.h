@@ -9,7 +9,7 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/memory_store.h"
-#include "comm/internal.h"
+#include "comm/detail/internal.h"
 #include "tests/kit/threads.h"
 
 namespace braid::testing {

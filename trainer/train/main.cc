@@ -10,7 +10,7 @@
 #include "braid/braid.hpp"
 #include "comm/bootstrap/memory_store.h"
 #include "comm/bootstrap/secret.h"
-#include "comm/internal.h"
+#include "comm/detail/internal.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "trainer/train/options.h"

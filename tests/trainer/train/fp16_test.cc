@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm/bootstrap/memory_store.h"
-#include "comm/internal.h"
+#include "comm/detail/internal.h"
 #include "common/error.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/bootstrap/memory_store.h"
-#include "comm/internal.h"
+#include "comm/detail/internal.h"
 #include "common/error.h"
 
 namespace braid::trainer {
