@@ -5,7 +5,6 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 
-#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -19,7 +18,6 @@
 #include "common/config.h"
 #include "common/env.h"
 #include "common/log.h"
-#include "topology/topology.h"
 
 namespace braid {
 

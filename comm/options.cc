@@ -1,6 +1,7 @@
 // Options plus their BRAID_* environment overrides, checked.
 #include "comm/detail/state.h"
 #include "common/env.h"
+#include "common/error.h"
 
 namespace braid {
 
