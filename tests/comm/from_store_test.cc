@@ -78,22 +78,14 @@ TEST(FromStore, AWrongSecretOnOneRankFailsEveryRankNamingTheSecret) {
 
 TEST(FromStore, TwoCommunicatorsOverOneStoreAtOnce) {
   auto store = makeInMemoryStore();
-  // Ranks 0..2 form one communicator, ranks 3..5 another, all at once over the same store.
-  std::vector<std::exception_ptr> errors(2 * kRanks);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2 * kRanks; ++t) {
-    threads.emplace_back([&, t] {
-      try {
-        Options options = withSecret("from-store-test-secret");
-        options.storePrefix = t < kRanks ? "first" : "second";
-        Communicator comm = Communicator::fromStore(store, t % kRanks, kRanks, options);
-        allReduceAndCheck(comm);
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
+  // Threads 0..2 are the ranks of one communicator, threads 3..5 of another, all at once over
+  // the same store.
+  auto errors = runThreads(2 * kRanks, [&](int t) {
+    Options options = withSecret("from-store-test-secret");
+    options.storePrefix = t < kRanks ? "first" : "second";
+    Communicator comm = Communicator::fromStore(store, t % kRanks, kRanks, options);
+    allReduceAndCheck(comm);
+  });
   for (int t = 0; t < 2 * kRanks; ++t) EXPECT_EQ(errorText(errors[t]), "") << "thread " << t;
 }
 
