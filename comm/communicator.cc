@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "comm/bootstrap/server.h"
-#include "comm/op_rules.h"
-#include "comm/state.h"
+#include "comm/detail/op_rules.h"
+#include "comm/detail/state.h"
 #include "common/log.h"
 
 namespace braid {

@@ -1,8 +1,8 @@
-#include "comm/op_plan.h"
+#include "comm/detail/op_plan.h"
 
 #include <algorithm>
 
-#include "comm/op_rules.h"
+#include "comm/detail/op_rules.h"
 #include "common/error.h"
 
 namespace braid::comm {

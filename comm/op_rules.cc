@@ -1,4 +1,4 @@
-#include "comm/op_rules.h"
+#include "comm/detail/op_rules.h"
 
 #include <cstdint>
 

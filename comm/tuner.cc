@@ -1,4 +1,4 @@
-#include "comm/tuner.h"
+#include "comm/detail/tuner.h"
 
 #include <fmt/format.h>
 

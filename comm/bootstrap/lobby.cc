@@ -1,5 +1,6 @@
 #include "comm/bootstrap/lobby.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 

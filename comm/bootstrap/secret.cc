@@ -1,5 +1,6 @@
 #include "comm/bootstrap/secret.h"
 
+#include <fmt/format.h>
 #include <sys/random.h>
 
 #include <cerrno>
@@ -41,6 +42,59 @@ std::string randomSecret(size_t bytes) {
     hex.push_back(kHex[c & 15]);
   }
   return hex;
+}
+
+namespace {
+
+uint64_t rotl(uint64_t x, int bits) { return (x << bits) | (x >> (64 - bits)); }
+
+struct SipState {
+  uint64_t v0, v1, v2, v3;
+  void round() {
+    v0 += v1;
+    v1 = rotl(v1, 13) ^ v0;
+    v0 = rotl(v0, 32);
+    v2 += v3;
+    v3 = rotl(v3, 16) ^ v2;
+    v0 += v3;
+    v3 = rotl(v3, 21) ^ v0;
+    v2 += v1;
+    v1 = rotl(v1, 17) ^ v2;
+    v2 = rotl(v2, 32);
+  }
+  void absorb(uint64_t m) {
+    v3 ^= m;
+    round();
+    round();
+    v0 ^= m;
+  }
+};
+
+uint64_t littleEndian(const unsigned char* bytes, size_t n) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; ++i) x |= uint64_t{bytes[i]} << (8 * i);
+  return x;
+}
+
+}  // namespace
+
+uint64_t sipHash24(const uint8_t (&key)[16], const std::string& message) {
+  const uint64_t k0 = littleEndian(key, 8), k1 = littleEndian(key + 8, 8);
+  SipState s{k0 ^ 0x736f6d6570736575ull, k1 ^ 0x646f72616e646f6dull, k0 ^ 0x6c7967656e657261ull,
+             k1 ^ 0x7465646279746573ull};
+  const auto* bytes = reinterpret_cast<const unsigned char*>(message.data());
+  const size_t n = message.size(), whole = n - n % 8;
+  for (size_t i = 0; i < whole; i += 8) s.absorb(littleEndian(bytes + i, 8));
+  s.absorb(littleEndian(bytes + whole, n - whole) | (uint64_t{n & 0xff} << 56));
+  s.v2 ^= 0xff;
+  for (int i = 0; i < 4; ++i) s.round();
+  return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
+std::string secretProof(const std::string& secret, const std::string& salt) {
+  uint8_t key[16] = {};
+  for (size_t i = 0; i < salt.size(); ++i) key[i % 16] ^= static_cast<uint8_t>(salt[i]);
+  return fmt::format("{:016x}", sipHash24(key, "braid job secret:" + secret));
 }
 
 bool secretsEqual(const std::string& a, const std::string& b) {

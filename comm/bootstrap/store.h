@@ -1,4 +1,5 @@
-// The rendezvous store ranks use to find each other: the one public header of comm/bootstrap/.
+// The rendezvous store ranks use to find each other: the one header of comm/bootstrap/ for the
+// rest of braid (users see braid/store.hpp: the abstract Store and factories for these).
 //
 // A Store is a small key-value map shared by all ranks of a job: set/get (get blocks until the
 // key exists), add (an atomic counter) and wait (for several keys). InMemoryStore serves ranks

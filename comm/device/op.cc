@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "comm/op_rules.h"
+#include "comm/detail/op_rules.h"
 #include "common/error.h"
 
 namespace braid::comm::device {

@@ -8,16 +8,16 @@
 
 #include "braid/braid.hpp"
 #include "comm/device/pointer.h"
-#include "comm/op_plan.h"
+#include "comm/detail/op_plan.h"
 #include "comm/schedule/schedule.h"
-#include "comm/tuner.h"
+#include "comm/detail/tuner.h"
 
 namespace braid::comm::device {
 
-/// One device call: the host path's description (comm/op_plan.h).
+/// One device call: the host path's description (comm/detail/op_plan.h).
 using DeviceOp = comm::OpDesc;
 
-/// comm/op_rules.h's isInPlace for `op`.
+/// comm/detail/op_rules.h's isInPlace for `op`.
 bool isInPlace(const DeviceOp& op, int rank);
 using comm::readsInput;
 using comm::writesOutput;

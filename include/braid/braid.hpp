@@ -16,12 +16,14 @@
 #include <array>
 #include <braid/deadline.hpp>
 #include <braid/error.hpp>
+#include <braid/store.hpp>
 #include <braid/types.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace braid {
 
@@ -47,6 +49,16 @@ struct Options {
   /// them; the hierarchical all-reduce's node layout). Overrides BRAID_HOSTNAME and the host
   /// fingerprint; "" = from those. Lets ranks in one process pose as several hosts.
   std::string hostName;
+  /// The job secret every rank must share: peers' connections present it, and creation fails
+  /// on every rank, naming the peer, when one rank's differs. "" = BRAID_SECRET (braidrun sets
+  /// it), else a fixed insecure default with a warning. fromUniqueId uses the id's secret.
+  std::string secret;
+  /// The IPv4 address other hosts reach this rank at (tcp transport). "" = for fromStore
+  /// 127.0.0.1 (ranks of one host), for the others this end of the store connection.
+  std::string advertiseAddress;
+  /// The prefix of every key this communicator's creation puts in its store, so several
+  /// communicators can be created over one store (in turn or at once). "" = "braid".
+  std::string storePrefix;
 };
 
 class Request;
@@ -66,6 +78,12 @@ class Communicator {
   /// Makes a fresh id and starts the rendezvous service in this process (which must then join as
   /// a rank of that communicator, conventionally rank 0, and outlive the rendezvous).
   static UniqueId uniqueId();
+  /// Over a rendezvous store the caller provides (braid/store.hpp: braid's own, or an adapter to
+  /// another framework's); collective over `size` ranks. Ranks that are threads of one process
+  /// share one makeInMemoryStore(). Only creation uses the store; the caller keeps it alive as
+  /// long as it likes.
+  static Communicator fromStore(std::shared_ptr<Store> store, int rank, int size,
+                                const Options& options = {});
 
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
@@ -103,12 +121,14 @@ class Communicator {
 
   /// What the tuner would run for this collective and size (for benches and logs).
   Algorithm chosenAlgorithm(Collective coll, size_t bytes) const;
+  /// The node (host) of each rank as grouped at creation: nodeOf()[r] is rank r's node, numbered
+  /// densely in the order of each node's lowest rank (by host name, see Options::hostName).
+  std::vector<int> nodeOf() const;
 
  private:
   explicit Communicator(std::shared_ptr<CommState> state);
   std::shared_ptr<CommState> state_;
   friend class Request;
-  friend struct CommFactory;  // comm/internal.h: creation from a given store (tests, bindings)
 };
 
 /// Handle for a non-blocking collective. Destroying an unfinished request waits for it (bounded

@@ -6,7 +6,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
-#include "comm/bootstrap/store.h"
+#include "braid/store.hpp"
 
 namespace braid::pytorch {
 
@@ -14,7 +14,7 @@ namespace braid::pytorch {
 /// blocking get waits with c10d's wait(keys, timeout) first (c10d's own get would block for the
 /// store's timeout, not ours), then reads. c10d failures become braid::Error naming the key.
 /// Thread-safe as far as the wrapped store is (c10d's stores are).
-class C10dStore : public bootstrap::Store {
+class C10dStore : public Store {
  public:
   explicit C10dStore(c10::intrusive_ptr<::c10d::Store> store);
 

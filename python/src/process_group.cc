@@ -6,15 +6,11 @@
 #include <net/if.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
-#include <mutex>
-#include <optional>
 #include <thread>
 
 #include "c10d_store.h"
 #include "comm/bootstrap/secret.h"
-#include "comm/internal.h"
 #include "common/env.h"
 #include "types.h"
 #include "watcher.h"
@@ -44,32 +40,19 @@ std::string advertiseAddress() {
 }
 
 // Creates the communicator with a job secret shared through PyTorch's store (which is what the
-// ranks already trust), unless the launcher set BRAID_SECRET for the whole job. CommFactory reads
-// the secret from BRAID_SECRET, so it is set for the duration of the call and then restored.
+// ranks already trust), unless the launcher set BRAID_SECRET for the whole job.
 Communicator connect(const std::shared_ptr<C10dStore>& store, int rank, int size,
-                     const braid::Options& options) {
-  static std::mutex mutex;  // the environment is process-wide
-  std::lock_guard<std::mutex> lock(mutex);
-  static const std::optional<std::string> launcherSecret = envString("BRAID_SECRET");
-  if (launcherSecret) {
-    return CommFactory::fromStore(store, rank, size, options, "braid", advertiseAddress());
+                     braid::Options options) {
+  options.advertiseAddress = advertiseAddress();
+  if (!envString("BRAID_SECRET")) {
+    if (rank == 0) {
+      options.secret = bootstrap::randomSecret();
+      store->set("braid/secret", options.secret);
+    } else {
+      options.secret = store->get("braid/secret", Deadline::after(options.timeoutSeconds));
+    }
   }
-  std::string secret;
-  if (rank == 0) {
-    secret = bootstrap::randomSecret();
-    store->set("braid/secret", secret);
-  } else {
-    secret = store->get("braid/secret", Deadline::after(options.timeoutSeconds));
-  }
-  setenv("BRAID_SECRET", secret.c_str(), 1);
-  try {
-    auto comm = CommFactory::fromStore(store, rank, size, options, "braid", advertiseAddress());
-    unsetenv("BRAID_SECRET");
-    return comm;
-  } catch (...) {
-    unsetenv("BRAID_SECRET");
-    throw;
-  }
+  return Communicator::fromStore(store, rank, size, options);
 }
 
 // How much longer than rank 0 the other ranks wait in monitored_barrier.

@@ -142,6 +142,21 @@ TEST(SecretTest, RandomAndConstantTimeCompare) {
   EXPECT_TRUE(secretsEqual("", ""));
 }
 
+TEST(SecretTest, SipHashMatchesThePapersVectorsAndProofsHideTheSecret) {
+  uint8_t key[16];
+  for (int i = 0; i < 16; ++i) key[i] = static_cast<uint8_t>(i);
+  std::string message;
+  for (int i = 0; i < 15; ++i) message.push_back(static_cast<char>(i));
+  EXPECT_EQ(sipHash24(key, ""), 0x726fdb47dd0e0e31ull);
+  EXPECT_EQ(sipHash24(key, message), 0xa129ca6149be45e5ull);
+  const std::string proof = secretProof("s3cret", "job-a");
+  EXPECT_EQ(proof.size(), 16u);
+  EXPECT_EQ(proof, secretProof("s3cret", "job-a"));
+  EXPECT_NE(proof, secretProof("s3cret", "job-b"));
+  EXPECT_NE(proof, secretProof("s3creT", "job-a"));
+  EXPECT_EQ(proof.find("s3cret"), std::string::npos);
+}
+
 TEST(SecretTest, JobSecretFromEnvironmentWarnsOnceWhenUnset) {
   ::setenv("BRAID_SECRET", "from-the-launcher", 1);
   EXPECT_EQ(jobSecret(), "from-the-launcher");

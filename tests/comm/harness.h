@@ -8,22 +8,31 @@
 #include <vector>
 
 #include "braid/braid.hpp"
-#include "comm/bootstrap/memory_store.h"
-#include "comm/internal.h"
+#include "braid/store.hpp"
 #include "tests/kit/threads.h"
 
 namespace braid::testing {
 
-/// Creates n communicators (one per thread, rank r with optionsOf(r), e.g. Options::hostName to
-/// pose as several hosts) and runs fn(comm) on each; returns each rank's exception.
+/// Creates n communicators (one per thread, rank r with Communicator::fromStore over storeOf(r)
+/// and optionsOf(r)) and runs fn(comm) on each; returns each rank's exception.
+inline std::vector<std::exception_ptr> runRanksOn(
+    int n, const std::function<std::shared_ptr<Store>(int rank)>& storeOf,
+    const std::function<Options(int rank)>& optionsOf,
+    const std::function<void(Communicator&)>& fn) {
+  return runThreads(n, [&](int r) {
+    Communicator comm = Communicator::fromStore(storeOf(r), r, n, optionsOf(r));
+    fn(comm);
+  });
+}
+
+/// The same over one in-memory store (rank r with optionsOf(r), e.g. Options::hostName to pose
+/// as several hosts).
 inline std::vector<std::exception_ptr> runRanksEach(
     int n, const std::function<Options(int rank)>& optionsOf,
     const std::function<void(Communicator&)>& fn) {
-  auto store = std::make_shared<bootstrap::InMemoryStore>();
-  return runThreads(n, [&](int r) {
-    Communicator comm = CommFactory::fromStore(store, r, n, optionsOf(r));
-    fn(comm);
-  });
+  auto store = makeInMemoryStore();
+  return runRanksOn(
+      n, [&](int) { return store; }, optionsOf, fn);
 }
 
 /// The same with one set of options for every rank.

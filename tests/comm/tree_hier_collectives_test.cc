@@ -161,7 +161,7 @@ TEST(NodeLayout, RecordedFromHostNames) {
   base.timeoutSeconds = 30;
   auto errors = runRanksEach(5, onNodes(base, hostOf), [&](Communicator& comm) {
     std::lock_guard<std::mutex> lock(mutex);
-    seen[comm.rank()] = CommFactory::nodeOf(comm);
+    seen[comm.rank()] = comm.nodeOf();
   });
   for (int r = 0; r < 5; ++r) {
     EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
@@ -169,7 +169,7 @@ TEST(NodeLayout, RecordedFromHostNames) {
   }
   // Without host names every rank of this process is on one node.
   auto one = runRanks(3, base, [&](Communicator& comm) {
-    EXPECT_EQ(CommFactory::nodeOf(comm), (std::vector<int>{0, 0, 0}));
+    EXPECT_EQ(comm.nodeOf(), (std::vector<int>{0, 0, 0}));
   });
   for (auto& e : one) EXPECT_EQ(errorText(e), "");
 }

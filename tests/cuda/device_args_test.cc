@@ -9,7 +9,7 @@
 #include "comm/device/op.h"
 #include "comm/device/pointer.h"
 #include "comm/exec/header.h"
-#include "comm/op_rules.h"
+#include "comm/detail/op_rules.h"
 
 namespace braid::comm::device {
 namespace {

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-PUBLIC_HEADERS = {"braid.h", "braid.hpp", "deadline.hpp", "error.hpp", "types.hpp"}
+PUBLIC_HEADERS = {"braid.h", "braid.hpp", "deadline.hpp", "error.hpp", "store.hpp", "types.hpp"}
 PROGRAMS = ["braidrun", "braid-topo", "braid-sim", "all_reduce_perf", "braid-plot", "braid-cluster"]
 
 

@@ -1,6 +1,6 @@
 // The tuner: the cheapest candidate that can run, today's single-node rule, and the errors of
 // forced algorithms that cannot.
-#include "comm/tuner.h"
+#include "comm/detail/tuner.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
-#include "comm/tuner.h"
+#include "comm/detail/tuner.h"
 #include "topology/topology.h"
 
 namespace braid::tools {

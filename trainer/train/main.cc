@@ -8,9 +8,8 @@
 #include <optional>
 
 #include "braid/braid.hpp"
-#include "comm/bootstrap/memory_store.h"
+#include "braid/store.hpp"
 #include "comm/bootstrap/secret.h"
-#include "comm/internal.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "trainer/train/options.h"
@@ -24,13 +23,11 @@ braid::Communicator makeCommunicator() {
   if (envString("WORLD_SIZE") || envString("RANK") || envString("OMPI_COMM_WORLD_SIZE")) {
     return braid::Communicator::fromEnvironment();
   }
-  // A private in-process job: give it a fresh secret rather than the insecure default (and its
-  // warning).
-  if (!envString("BRAID_SECRET")) {
-    ::setenv("BRAID_SECRET", braid::bootstrap::randomSecret(16).c_str(), 0);
-  }
-  return braid::CommFactory::fromStore(std::make_shared<braid::bootstrap::InMemoryStore>(), 0, 1,
-                                       braid::Options{});
+  // A private in-process job: a fresh secret rather than the insecure default (and its warning),
+  // unless the environment names one.
+  braid::Options options;
+  if (!envString("BRAID_SECRET")) options.secret = braid::bootstrap::randomSecret(16);
+  return braid::Communicator::fromStore(braid::makeInMemoryStore(), 0, 1, options);
 }
 
 /// The rank count the launcher announces (1 without one), so flags that depend on it are

@@ -1,5 +1,6 @@
 // Installed braid's C++ API from a user's program: every rank sums rank-dependent int32 and float
-// vectors of odd sizes (in and out of place) and checks every element.
+// vectors of odd sizes (in and out of place) and checks every element; then each rank makes a
+// communicator of its own over an in-memory store (braid/store.hpp) and sums on it.
 #include <braid/braid.hpp>
 
 #include <cstdio>
@@ -22,6 +23,15 @@ int main() {
           return 1;
         }
       }
+    }
+    braid::Options solo;
+    solo.secret = "consumer-secret";
+    auto alone = braid::Communicator::fromStore(braid::makeInMemoryStore(), 0, 1, solo);
+    int one = r + 1, sum = 0;
+    alone.allReduce(&one, &sum, 1, braid::DataType::kInt32, braid::RedOp::kSum);
+    if (sum != r + 1) {
+      std::fprintf(stderr, "consumer: rank %d: its own communicator summed %d\n", r, sum);
+      return 1;
     }
     std::printf("consumer (C++): rank %d of %d ok\n", r, n);
     return 0;

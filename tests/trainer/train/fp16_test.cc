@@ -9,8 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/bootstrap/memory_store.h"
-#include "comm/internal.h"
+#include "braid/store.hpp"
 #include "common/error.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"
@@ -111,14 +110,15 @@ TwoRankResult runTwoRanks(bool overflowOnRank1) {
   TwoRankResult out;
   out.reference.resize(kN);
   for (size_t i = 0; i < kN; ++i) out.reference[i] = (u[0][i] + u[1][i]) / 2;
-  auto store = std::make_shared<bootstrap::InMemoryStore>();
+  auto store = makeInMemoryStore();
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
       try {
         Options options;
         options.timeoutSeconds = 20;
-        Communicator comm = CommFactory::fromStore(store, r, 2, options, "fp16_test");
+        options.storePrefix = "fp16_test";
+        Communicator comm = Communicator::fromStore(store, r, 2, options);
         std::vector<float> grads(kN), params(kN, 0.0f);
         for (size_t i = 0; i < kN; ++i) grads[i] = u[r][i] * kScale;
         if (overflowOnRank1 && r == 1) grads[1234] = 1e6f * kScale;

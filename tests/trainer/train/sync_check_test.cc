@@ -8,8 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/bootstrap/memory_store.h"
-#include "comm/internal.h"
+#include "braid/store.hpp"
 #include "common/error.h"
 
 namespace braid::trainer {
@@ -18,7 +17,7 @@ namespace {
 // Runs checkParamsInSync on 2 thread-ranks whose parameters differ iff `differ`; returns each
 // rank's error message ("" when it passed).
 std::vector<std::string> checkTwoRanks(bool differ) {
-  auto store = std::make_shared<bootstrap::InMemoryStore>();
+  auto store = makeInMemoryStore();
   std::vector<std::string> errors(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
@@ -26,7 +25,8 @@ std::vector<std::string> checkTwoRanks(bool differ) {
       try {
         Options options;
         options.timeoutSeconds = 20;
-        Communicator comm = CommFactory::fromStore(store, r, 2, options, "sync_check_test");
+        options.storePrefix = "sync_check_test";
+        Communicator comm = Communicator::fromStore(store, r, 2, options);
         std::vector<float> params(1000, 0.25f);
         if (differ && r == 1) params[123] = 0.5f;
         checkParamsInSync(comm, params.data(), params.size(), 17);

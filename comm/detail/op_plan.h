@@ -11,7 +11,7 @@
 #include "braid/braid.hpp"
 #include "comm/engine/program_runner.h"
 #include "comm/schedule/schedule.h"
-#include "comm/tuner.h"
+#include "comm/detail/tuner.h"
 
 namespace braid::comm {
 

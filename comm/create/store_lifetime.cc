@@ -2,7 +2,7 @@
 // once its own init is done, and the rank hosting the store keeps it up in destroy until every
 // other rank has let go (or died), bounded by the communicator's timeout.
 #include "comm/bootstrap/server.h"
-#include "comm/state.h"
+#include "comm/detail/state.h"
 #include "common/log.h"
 
 namespace braid {
@@ -10,7 +10,7 @@ namespace braid {
 void leaveRendezvous(CommState& state) {
   // Nothing uses the store after init. Closing this rank's connection now is how it tells the
   // host it is done (a rank that dies closes it too), so the host's destroy knows whom to wait
-  // for. A store the caller passed in (CommFactory::fromStore) stays open while the caller holds
+  // for. A store the caller passed in (Communicator::fromStore) stays open while the caller holds
   // it.
   state.store.reset();
 }

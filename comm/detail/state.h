@@ -16,8 +16,8 @@
 #include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
 #include "comm/exec/host_executor.h"
-#include "comm/op_plan.h"
-#include "comm/tuner.h"
+#include "comm/detail/op_plan.h"
+#include "comm/detail/tuner.h"
 #include "transport/transport.h"
 
 namespace braid {

@@ -1,0 +1,39 @@
+// Creation step 3: connects the transport endpoint as planned, makes the executor over it and
+// lets go of the store.
+#include "comm/detail/create.h"
+#include "common/log.h"
+
+namespace braid::create {
+namespace {
+
+// The transports' view of the store: they only set and get.
+class StoreKeyValue final : public transport::KeyValue {
+ public:
+  explicit StoreKeyValue(Store& store) : store_(store) {}
+  void set(const std::string& key, const std::string& value) override { store_.set(key, value); }
+  std::string get(const std::string& key, Deadline deadline) override {
+    return store_.get(key, deadline);
+  }
+
+ private:
+  Store& store_;
+};
+
+}  // namespace
+
+void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
+  StoreKeyValue kv(*state.store);
+  state.endpoint = transport::connect(plan.config, kv);
+  state.executor =
+      std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted, plan.oversubscribed);
+  leaveRendezvous(state);
+  const int rank = state.rank;
+  BRAID_INFO(
+      "rank {}/{}: connected (job {}, host {}, node {} of {}, chunk {} B x {} slots, {} "
+      "channel(s), {} local ranks{})",
+      rank, state.size, meeting.jobId, meeting.hosts[rank], state.nodeOf[rank], plan.nodes,
+      plan.config.slotBytes, plan.config.slots, plan.config.channels, plan.localRanks,
+      plan.oversubscribed ? ", more than cores: waits yield" : "");
+}
+
+}  // namespace braid::create

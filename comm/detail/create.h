@@ -1,0 +1,54 @@
+// Creating a communicator, in three steps with one file each (comm/create/):
+//   rendezvous: the ranks meet in the store: rank 0's job id, the job secret check, and what
+//               each rank publishes about itself (host, CPUs, hardware);
+//   plan:       from that, alike on every rank: nodes, the transport per peer, slot and lane
+//               sizes, the tuner's cluster model;
+//   connect:    the transport endpoint and the executor, then the store is let go.
+// The entry points (fromStore, fromEnvironment, fromUniqueId) are in comm/init.cc.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/detail/state.h"
+#include "topology/topology.h"
+#include "transport/transport.h"
+
+namespace braid::create {
+
+/// Where and as whom a rank joins: what the entry point knows besides the state.
+struct Joining {
+  std::string prefix;            ///< of every store key (Options::storePrefix)
+  std::string secret;            ///< the job secret
+  std::string advertiseAddress;  ///< where other hosts reach this rank
+};
+
+/// What the ranks published at the rendezvous, indexed by rank.
+struct Meeting {
+  std::string jobId;  ///< names shm segments and transport keys
+  std::vector<std::string> hosts;
+  std::vector<topology::RankDescriptor> descriptors;
+  /// cpuSetText() of the ranks on this rank's host ("" for the others).
+  std::vector<std::string> cpus;
+};
+
+/// Meets the other ranks in state.store. Throws naming the peer that did not publish in time,
+/// or whose job secret differs (kInvalidUsage, on every rank).
+Meeting rendezvous(const CommState& state, const Joining& joining);
+
+/// How this rank connects, besides what plan() writes into the state.
+struct Plan {
+  transport::EndpointConfig config;
+  int nodes = 1;
+  int localRanks = 1;           ///< ranks sharing memory with this one (itself included)
+  bool oversubscribed = false;  ///< local ranks outnumber their CPUs: waits yield
+};
+
+/// Sets state.nodeOf, the multi-node slot and lane defaults and state.tunerModel.
+Plan plan(CommState& state, const Meeting& meeting, const Joining& joining);
+
+/// Connects the endpoint, makes the executor and lets go of the store.
+void connect(CommState& state, const Meeting& meeting, const Plan& plan);
+
+}  // namespace braid::create
