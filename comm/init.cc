@@ -65,7 +65,9 @@ std::map<int, std::unique_ptr<bootstrap::StoreServer>> gServers;
 
 constexpr char kIdMagic[4] = {'B', 'R', 'D', '1'};
 
-std::string thisHostAddress() {
+}  // namespace
+
+std::string hostAddress() {
   if (auto forced = envString("BRAID_HOST_ADDR")) return *forced;
   std::string found = "127.0.0.1";
   ifaddrs* list = nullptr;
@@ -82,6 +84,8 @@ std::string thisHostAddress() {
   freeifaddrs(list);
   return found;
 }
+
+namespace {
 
 // Rank 0's store for a torchrun-style launch, listening on MASTER_ADDR's address (as this host
 // resolves it; BRAID_STORE_BIND overrides) rather than on every interface.
@@ -162,7 +166,7 @@ Communicator Communicator::fromEnvironment(const Options& options) {
 }
 
 UniqueId Communicator::uniqueId() {
-  const std::string host = thisHostAddress();
+  const std::string host = hostAddress();
   bootstrap::StoreServer::Options so;
   so.secret = bootstrap::randomSecret(16);
   so.bindAddress = bootstrap::storeBindAddress(host);  // where the id sends the ranks

@@ -9,19 +9,10 @@ run (the ratio to MPI cancels most of the noise a shared machine adds).
 
 Used for the redesign's before/after figures (bench/RESULTS.md).
 """
-import argparse, os, statistics, subprocess, sys, tempfile
+import argparse, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_mpi import human, run_once  # noqa: E402  (one way to run and parse a bench)
-
-
-def medians(runs):
-    rows = []
-    for i, row in enumerate(runs[0]["rows"]):
-        t = statistics.median(r["rows"][i]["out_of_place"]["time_us"] for r in runs)
-        mpi = statistics.median(r["rows"][i]["baseline"]["time_us"] for r in runs)
-        rows.append((row["size"], t, mpi))
-    return rows
+from compare_mpi import human, median_rows, run_once  # noqa: E402  (one way to run a bench)
 
 
 def main():
@@ -46,12 +37,12 @@ def main():
             for key in ("a", "b"):
                 data, command = run_once(args, getattr(args, "build_" + key), os.path.join(tmp, f"{key}{i}.json"))
                 runs[key].append(data)
-    a, b = medians(runs["a"]), medians(runs["b"])
+    a, b = median_rows(runs["a"]), median_rows(runs["b"])
     lines = [f"{args.ranks} ranks, `{command}` with A = {args.build_a}, B = {args.build_b}, alternating, "
              f"{args.runs} runs each, medians per size (out-of-place).", "",
              "| size | A us | B us | B/A | A: MPI/braid | B: MPI/braid |",
              "|---:|---:|---:|---:|---:|---:|"]
-    for (size, ta, ma), (_, tb, mb) in zip(a, b):
+    for (size, ta, _, ma, _), (_, tb, _, mb, _) in zip(a, b):
         lines.append(f"| {human(size)} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | {ma / ta:.2f} | "
                      f"{mb / tb:.2f} |")
     text = "\n".join(lines)

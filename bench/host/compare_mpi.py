@@ -44,6 +44,17 @@ def copy_gbps(build, copiers):
                 total += b["bytes_per_second"] * b["cpu_time"] / b["real_time"] / 1e9
     return total
 
+def median_rows(runs):
+    """Per size over several runs' JSON: (size, braid us, braid busbw, MPI us, MPI busbw) medians
+    of the out-of-place column and the MPI baseline."""
+    rows = []
+    for i, row in enumerate(runs[0]["rows"]):
+        def med(col, key):
+            return statistics.median(r["rows"][i][col][key] for r in runs)
+        rows.append((row["size"], med("out_of_place", "time_us"), med("out_of_place", "busbw"),
+                     med("baseline", "time_us"), med("baseline", "busbw")))
+    return rows
+
 def human(n):
     for unit, s in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= s and n % s == 0:
@@ -75,12 +86,7 @@ def main():
              f"{copiers} processes at once, bytes read + written per wall second).", "",
              "| size | braid us | braid busbw | MPI us | MPI busbw | braid/MPI | bound us | of bound |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for i, row in enumerate(runs[0]["rows"]):
-        size = row["size"]
-        t = statistics.median(r["rows"][i]["out_of_place"]["time_us"] for r in runs)
-        bw = statistics.median(r["rows"][i]["out_of_place"]["busbw"] for r in runs)
-        mt = statistics.median(r["rows"][i]["baseline"]["time_us"] for r in runs)
-        mbw = statistics.median(r["rows"][i]["baseline"]["busbw"] for r in runs)
+    for size, t, bw, mt, mbw in median_rows(runs):
         # Each rank reads its input and writes its output once; all ranks share the memory.
         bound_us = (2 * size * n) / (gbps * 1e9) * 1e6
         lines.append(f"| {human(size)} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "

@@ -61,6 +61,11 @@ struct Options {
   std::string storePrefix;
 };
 
+/// Where ranks on other hosts reach this one: BRAID_HOST_ADDR, else the first non-loopback IPv4
+/// address that is up, else 127.0.0.1. What fromEnvironment and uniqueId advertise; a caller of
+/// fromStore whose ranks span hosts passes it as Options::advertiseAddress.
+std::string hostAddress();
+
 class Request;
 struct CommState;
 

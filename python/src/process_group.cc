@@ -1,9 +1,6 @@
 #include "process_group.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 
 #include <algorithm>
 #include <map>
@@ -20,30 +17,11 @@ namespace {
 
 using ::c10d::OpType;
 
-// Where peers on other hosts reach this rank (braid's tcp transport): BRAID_HOST_ADDR, else the
-// first non-loopback IPv4 address that is up, else loopback.
-std::string advertiseAddress() {
-  if (auto forced = envString("BRAID_HOST_ADDR")) return *forced;
-  std::string found = "127.0.0.1";
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return found;
-  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
-    if ((it->ifa_flags & IFF_UP) == 0 || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char text[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(it->ifa_addr)->sin_addr, text, sizeof text);
-    found = text;
-    break;
-  }
-  freeifaddrs(list);
-  return found;
-}
-
 // Creates the communicator with a job secret shared through PyTorch's store (which is what the
 // ranks already trust), unless the launcher set BRAID_SECRET for the whole job.
 Communicator connect(const std::shared_ptr<C10dStore>& store, int rank, int size,
                      braid::Options options) {
-  options.advertiseAddress = advertiseAddress();
+  options.advertiseAddress = hostAddress();  // peers on other hosts reach this rank here
   if (!envString("BRAID_SECRET")) {
     if (rank == 0) {
       options.secret = bootstrap::randomSecret();

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/comm/harness.h"
+#include "tests/kit/communicators.h"
 
 namespace braid::testing {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "braid/braid.hpp"
 #include "braid/store.hpp"
-#include "tests/comm/harness.h"
+#include "tests/kit/communicators.h"
 
 namespace braid::testing {
 namespace {

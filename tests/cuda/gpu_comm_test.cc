@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/comm/harness.h"
+#include "tests/kit/communicators.h"
 #include "tests/cuda/collective_check.h"
 #include "tests/cuda/gpu_util.h"
 

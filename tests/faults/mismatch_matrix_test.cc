@@ -1,6 +1,6 @@
 // Every disagreement about a collective call — its kind, count, element type, op or root — is a
 // kMismatch error on every rank, at every size and rank count, never a success on some ranks and
-// never a timeout. Ranks run as threads over the real transports (tests/comm/harness.h); one rank
+// never a timeout. Ranks run as threads over the real transports (tests/kit/communicators.h); one rank
 // (a different one per case) deviates in one field.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/comm/harness.h"
+#include "tests/kit/communicators.h"
 
 namespace braid::faults {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "braid/braid.hpp"
-#include "tests/comm/harness.h"
+#include "tests/kit/communicators.h"
 #include "tests/kit/reference.h"
 
 namespace braid::testing {

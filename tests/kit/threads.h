@@ -1,5 +1,5 @@
 // Ranks as threads, the test kit's one thread harness: runs fn(rank) on n threads and collects
-// what each threw. Communicator tests build on it (tests/comm/harness.h creates a communicator
+// what each threw. Communicator tests build on it (tests/kit/communicators.h creates a communicator
 // per thread); transport tests run endpoints on it directly.
 #pragma once
 

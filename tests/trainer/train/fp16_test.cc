@@ -6,11 +6,10 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "braid/store.hpp"
 #include "common/error.h"
+#include "tests/kit/communicators.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"
 #include "trainer/train/loss_scaler.h"
@@ -110,42 +109,33 @@ TwoRankResult runTwoRanks(bool overflowOnRank1) {
   TwoRankResult out;
   out.reference.resize(kN);
   for (size_t i = 0; i < kN; ++i) out.reference[i] = (u[0][i] + u[1][i]) / 2;
-  auto store = makeInMemoryStore();
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        Options options;
-        options.timeoutSeconds = 20;
-        options.storePrefix = "fp16_test";
-        Communicator comm = Communicator::fromStore(store, r, 2, options);
-        std::vector<float> grads(kN), params(kN, 0.0f);
-        for (size_t i = 0; i < kN; ++i) grads[i] = u[r][i] * kScale;
-        if (overflowOnRank1 && r == 1) grads[1234] = 1e6f * kScale;
-        OptimizerOptions oo;
-        oo.kind = OptimizerKind::kSgd;
-        oo.lr = 1.0f;
-        oo.momentum = 0.0f;
-        Optimizer opt(oo, kN);
-        // Parameters of 1000 elements each, buckets of 700: 5 buckets, some cut.
-        GradSync sync(comm, grads.data(), {0, 1000, 2000}, kN, 700);
-        sync.setHalfPrecision(true);
-        LossScalerOptions so;
-        so.initScale = kScale;
-        LossScaler scaler(so);
-        sync.arm();
-        sync.onGradReady(2000);
-        sync.finishBackward();
-        const auto step = sync.stepAndWaitScaled(opt, params.data(), scaler);
-        out.skipped[r] = step.skipped;
-        out.scaleAfter[r] = scaler.scale();
-        out.params[r] = params;
-      } catch (const Error& e) {
-        out.errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  Options options;
+  options.timeoutSeconds = 20;
+  const auto errors = testing::errorTexts(testing::runRanks(2, options, [&](Communicator& comm) {
+    const int r = comm.rank();
+    std::vector<float> grads(kN), params(kN, 0.0f);
+    for (size_t i = 0; i < kN; ++i) grads[i] = u[r][i] * kScale;
+    if (overflowOnRank1 && r == 1) grads[1234] = 1e6f * kScale;
+    OptimizerOptions oo;
+    oo.kind = OptimizerKind::kSgd;
+    oo.lr = 1.0f;
+    oo.momentum = 0.0f;
+    Optimizer opt(oo, kN);
+    // Parameters of 1000 elements each, buckets of 700: 5 buckets, some cut.
+    GradSync sync(comm, grads.data(), {0, 1000, 2000}, kN, 700);
+    sync.setHalfPrecision(true);
+    LossScalerOptions so;
+    so.initScale = kScale;
+    LossScaler scaler(so);
+    sync.arm();
+    sync.onGradReady(2000);
+    sync.finishBackward();
+    const auto step = sync.stepAndWaitScaled(opt, params.data(), scaler);
+    out.skipped[r] = step.skipped;
+    out.scaleAfter[r] = scaler.scale();
+    out.params[r] = params;
+  }));
+  for (int r = 0; r < 2; ++r) out.errors[r] = errors[r];
   return out;
 }
 

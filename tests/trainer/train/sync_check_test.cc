@@ -5,11 +5,10 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "braid/store.hpp"
 #include "common/error.h"
+#include "tests/kit/communicators.h"
 
 namespace braid::trainer {
 namespace {
@@ -17,26 +16,13 @@ namespace {
 // Runs checkParamsInSync on 2 thread-ranks whose parameters differ iff `differ`; returns each
 // rank's error message ("" when it passed).
 std::vector<std::string> checkTwoRanks(bool differ) {
-  auto store = makeInMemoryStore();
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        Options options;
-        options.timeoutSeconds = 20;
-        options.storePrefix = "sync_check_test";
-        Communicator comm = Communicator::fromStore(store, r, 2, options);
-        std::vector<float> params(1000, 0.25f);
-        if (differ && r == 1) params[123] = 0.5f;
-        checkParamsInSync(comm, params.data(), params.size(), 17);
-      } catch (const Error& e) {
-        errors[r] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
+  Options options;
+  options.timeoutSeconds = 20;
+  return testing::errorTexts(testing::runRanks(2, options, [&](Communicator& comm) {
+    std::vector<float> params(1000, 0.25f);
+    if (differ && comm.rank() == 1) params[123] = 0.5f;
+    checkParamsInSync(comm, params.data(), params.size(), 17);
+  }));
 }
 
 TEST(SyncCheck, EqualParametersPass) {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "comm/bootstrap/store.h"
-#include "tests/bootstrap/store_options.h"
+#include "tests/comm/bootstrap/store_options.h"
 #include "tests/support/skip.h"
 
 namespace braid::bootstrap {

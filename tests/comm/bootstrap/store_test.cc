@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "comm/bootstrap/wire.h"
-#include "tests/bootstrap/store_options.h"
+#include "tests/comm/bootstrap/store_options.h"
 #include "tests/kit/processes.h"
 
 namespace braid::bootstrap {
