@@ -7,6 +7,7 @@
 #include "comm/bootstrap/server.h"
 #include "comm/detail/op_rules.h"
 #include "comm/detail/state.h"
+#include "comm/p2p_group.h"
 #include "common/log.h"
 
 namespace braid {
@@ -147,23 +148,26 @@ void CommState::execute(const OpDesc& d) {
       executor->run(*program(fin), finArgs);
     }
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::kInvalidUsage) {
-      {
-        std::lock_guard<std::mutex> lock(errorMutex);
-        if (!broken) broken = e;
-      }
-      // Tell the peers at once rather than letting them time out; "<code>|<message>".
-      endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
-      failQueued(e);
-    }
+    if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     throw;
   }
+}
+
+void CommState::breakOn(const Error& e) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (!broken) broken = e;
+  }
+  // Tell the peers at once rather than letting them time out; "<code>|<message>".
+  endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
+  failQueued(e);
 }
 
 void CommState::runBlocking(const OpDesc& desc) {
   std::unique_lock<std::mutex> lock(queueMutex);
   OpDesc d = issue(desc);
-  if (queue.empty() && !busy) {
+  // A send or recv always goes through the queue: ops other threads post meanwhile join its group.
+  if (queue.empty() && !busy && !isPointToPoint(d.coll)) {
     busy = true;
     lock.unlock();
     struct Release {
@@ -196,12 +200,16 @@ void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
 }
 
 void CommState::runFront(std::unique_lock<std::mutex>& lock) {
-  auto op = queue.front();
-  queue.pop_front();
   busy = true;
-  lock.unlock();
-  runQueued(op);
-  lock.lock();
+  if (isPointToPoint(queue.front()->desc.coll)) {
+    runP2pGroup(lock);
+  } else {
+    auto op = queue.front();
+    queue.pop_front();
+    lock.unlock();
+    runQueued(op);
+    lock.lock();
+  }
   busy = false;
   if (waiters > 0) waitersCv.notify_all();  // a waiter may be waiting for this op or its turn
 }
@@ -240,6 +248,7 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d) {
   op->state = self;
   op->submitted = Clock::now();
   queue.push_back(op);
+  queuePushes.fetch_add(1, std::memory_order_relaxed);
   if (!worker.joinable()) {
     worker = std::thread([this] { workerLoop(); });
   } else if (workerParked) {

@@ -69,6 +69,8 @@ struct CommState {
   CommState(int rank, int size, const ResolvedOptions& options);
   ~CommState();
 
+  using OpPtr = std::shared_ptr<Request::Op>;
+
   int rank;
   int size;
   ResolvedOptions options;
@@ -85,12 +87,15 @@ struct CommState {
   // Issue order and numbering (under queueMutex, so numbering order is execution order).
   comm::OpNumbering numbering;
 
-  // Execution: one op at a time, in issue order; blocking calls run on the caller's thread when
-  // nothing is queued, non-blocking ones on the progress thread.
+  // Execution: one op at a time, in issue order, except that point-to-point ops queued together
+  // run as one group (comm/p2p_group.h); blocking collectives run on the caller's thread when
+  // nothing is queued, the rest on the progress thread or a waiting caller's.
   std::mutex queueMutex;
   std::condition_variable waitersCv;  // threads in helpUntilDone: an executor became free
   std::condition_variable workerCv;   // the progress thread: work may be there
   std::deque<std::shared_ptr<Request::Op>> queue;
+  std::atomic<uint64_t> queuePushes{0};  // ops ever queued (written under queueMutex): a running
+                                         // group reads it to see cheaply whether ops may join
   bool busy = false;
   bool stopping = false;
   int waiters = 0;            // threads inside helpUntilDone
@@ -127,8 +132,14 @@ struct CommState {
   /// one rank fight for a core). Returns when target is done or at the deadline.
   void helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline);
   /// Pops the front op and runs it on this thread (queueMutex held on entry and exit, released
-  /// while it runs).
+  /// while it runs); a point-to-point one with those behind it as a group.
   void runFront(std::unique_lock<std::mutex>& lock);
+  /// Runs the point-to-point ops at the queue's front, and those that join, as one group
+  /// (comm/p2p_group.cc; queueMutex held on entry and exit, released while it runs).
+  void runP2pGroup(std::unique_lock<std::mutex>& lock);
+  /// After a run failed with `e` (not kInvalidUsage): marks the communicator broken, tells the
+  /// peers, and fails every queued op.
+  void breakOn(const Error& e);
   /// Marks an op finished with `code` (kOk: success) and wakes whoever waits on it.
   static void completeOp(Request::Op& op, ErrorCode code, std::string message);
   /// Runs one dequeued op and completes it (never throws).
