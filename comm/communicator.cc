@@ -166,8 +166,16 @@ void CommState::breakOn(const Error& e) {
 void CommState::runBlocking(const OpDesc& desc) {
   std::unique_lock<std::mutex> lock(queueMutex);
   OpDesc d = issue(desc);
-  // A send or recv always goes through the queue: ops other threads post meanwhile join its group.
-  if (queue.empty() && !busy && !isPointToPoint(d.coll)) {
+  if (queue.empty() && !busy && isPointToPoint(d.coll)) {
+    // Through the queue, so that sends and recvs other threads post meanwhile join its group, but
+    // run here at once: nothing to hand to the progress thread.
+    Request request(enqueueLocked(d, false));
+    runFront(lock);
+    lock.unlock();
+    request.wait();
+    return;
+  }
+  if (queue.empty() && !busy) {
     busy = true;
     lock.unlock();
     struct Release {
@@ -241,7 +249,7 @@ Request CommState::submit(const OpDesc& desc) {
   return Request(enqueueLocked(d));
 }
 
-std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d) {
+std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forProgressThread) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
   op->timeoutSeconds = options.timeoutSeconds;
@@ -249,6 +257,7 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d) {
   op->submitted = Clock::now();
   queue.push_back(op);
   queuePushes.fetch_add(1, std::memory_order_relaxed);
+  if (!forProgressThread) return op;
   if (!worker.joinable()) {
     worker = std::thread([this] { workerLoop(); });
   } else if (workerParked) {

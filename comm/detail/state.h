@@ -115,8 +115,9 @@ struct CommState {
   /// Validates and numbers a call (throws kInvalidUsage, touching nothing). Caller holds
   /// queueMutex, so numbering order is execution order.
   OpDesc issue(OpDesc desc);
-  /// Queues a numbered op for the progress thread (caller holds queueMutex).
-  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc);
+  /// Queues a numbered op for the progress thread (caller holds queueMutex); with
+  /// `forProgressThread` false the caller runs the queue's front itself at once.
+  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc, bool forProgressThread = true);
   /// Runs a numbered op to completion on this thread.
   void execute(const OpDesc& desc);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
