@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/comm/abort_check.h"
 #include "tests/comm/harness.h"
 
 namespace braid::testing {
@@ -229,21 +230,7 @@ TEST(P2pGroup, AbortFromAnotherThreadEndsAGroup) {
     std::vector<int32_t> out(k64MiB / 8, 1), in(1000);
     Request send = comm.sendAsync(out.data(), out.size(), DataType::kInt32, 1);
     Request recv = comm.recvAsync(in.data(), in.size(), DataType::kInt32, 1);
-    std::thread aborter([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      comm.abort();
-    });
-    const auto start = Clock::now();
-    for (Request* request : {&send, &recv}) {
-      try {
-        request->wait(Deadline::after(10));
-        ADD_FAILURE() << "an op finished although its peer never posted";
-      } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::kAborted) << e.what();
-      }
-    }
-    aborter.join();
-    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+    expectAbortEnds(comm, {&send, &recv});
   });
   EXPECT_EQ(errorText(errors[0]), "");
 }

@@ -79,13 +79,5 @@ def worker():
     print(f"rank {rank}: ok")
 
 
-def main():
-    harness.require_braid_torch()
-    harness.report(harness.launch(os.path.abspath(__file__), 2, timeout=90))
-
-
 if __name__ == "__main__":
-    if harness.is_worker():
-        worker()
-    else:
-        main()
+    harness.main(__file__, 2, worker, timeout=90)
