@@ -128,6 +128,7 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
   // BRAID_SLOTS=2 a schedule's one-slot-ahead rounds could then stall): probe the others only.
   auto sendsLater = [&](int peer, int channel) {
     for (const Cursor& c : cursors_) {
+      if (c.done()) continue;
       for (size_t i = c.step; i < c.lane->steps.size(); ++i) {
         const Step& s = c.lane->steps[i];
         if (s.channel == channel && primSends(s.prim) && s.sendPeer == peer) return true;
@@ -141,7 +142,7 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
     if (ch.tryAcquire() != nullptr) ch.post(0, probe);
   };
   for (const Cursor& c : cursors_) {
-    if (c.step >= c.lane->steps.size()) continue;
+    if (c.done()) continue;
     const Step& s = c.lane->steps[c.step];
     if (s.prim == Prim::kGatherReduce) {
       for (int q = 0; q < size_; ++q)
@@ -153,7 +154,7 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
 }
 
 bool ProgramRunner::tryPiece(Cursor& c) {
-  if (c.after != nullptr && !c.after->done()) return false;  // its turn on this peer comes later
+  if (waitsForEarlier(c)) return false;  // its turn on this peer and direction comes later
   const ExecArgs& args = *c.args;
   const Step& s = c.lane->steps[c.step];
   if (s.count == 0) {
@@ -258,7 +259,7 @@ void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std:
   pending_.clear();
   const std::string head =
       feed_ != nullptr
-          ? fmt::format("{} point-to-point ops posted together (unfinished)", unfinished)
+          ? fmt::format("point-to-point ops posted together ({} unfinished)", unfinished)
           : what(args);
   fail(code, "rank {}: {}: {}{}", rank_, head, why, waiting);
 }
@@ -291,7 +292,7 @@ bool ProgramRunner::advanceAll(size_t* unfinished) {
     for (Cursor& c : cursors_) {
       while (!c.done() && tryPiece(c)) {
         moved = true;
-        if (c.done()) laneFinished(c, unfinished);
+        if (c.atEnd()) laneFinished(c, unfinished);
       }
     }
     return moved;
@@ -304,7 +305,7 @@ bool ProgramRunner::advanceAll(size_t* unfinished) {
       if (!tryPiece(c)) break;
       moved = true;
       if (pending_.size() != before) break;
-      if (c.done()) laneFinished(c, unfinished);
+      if (c.atEnd()) laneFinished(c, unfinished);
     }
   }
   if (pending_.empty()) return moved;
@@ -312,7 +313,7 @@ bool ProgramRunner::advanceAll(size_t* unfinished) {
   for (Pending& p : pending_) {
     const Step& s = p.cursor->lane->steps[p.cursor->step];
     commit(*p.cursor, s, p.in, p.out, p.bytes);
-    if (p.cursor->done()) laneFinished(*p.cursor, unfinished);
+    if (p.cursor->atEnd()) laneFinished(*p.cursor, unfinished);
   }
   pending_.clear();
   return moved;
@@ -333,7 +334,7 @@ int ProgramRunner::goneAwaitedPeer(const ExecArgs& args) {
     return ep_.send(peer, channel).tryAcquire() == nullptr;
   };
   for (const Cursor& c : cursors_) {
-    if (c.step >= c.lane->steps.size()) continue;
+    if (c.done()) continue;
     const Step& s = c.lane->steps[c.step];
     if (s.prim == Prim::kGatherReduce) {
       for (int q = 0; q < size_; ++q)
@@ -378,7 +379,7 @@ void ProgramRunner::addCursor(const LaneRun& run) {
   c.args = run.args;
   c.meta = encodeHeader(run.args->header);
   c.elemSize = dataTypeSize(run.args->dtype);
-  c.index = cursors_.size();
+  c.index = firstIndex_ + cursors_.size();
   cursors_.push_back(c);
   if (feed_ == nullptr) return;
   // A group's lanes on one (peer, direction, channel) share that channel's FIFO: each waits for
@@ -387,10 +388,10 @@ void ProgramRunner::addCursor(const LaneRun& run) {
   const bool sends = primSends(first.prim);
   const std::tuple<bool, int, int> key{sends, sends ? first.sendPeer : first.recvPeer,
                                        first.channel};
-  auto [it, fresh] = lastOn_.try_emplace(key, &cursors_.back());
+  auto [it, fresh] = lastOn_.try_emplace(key, c.index);
   if (!fresh) {
     cursors_.back().after = it->second;
-    it->second = &cursors_.back();
+    it->second = c.index;
   }
 }
 
@@ -404,14 +405,28 @@ bool ProgramRunner::admitJoined(size_t* unfinished) {
   return !joined_.empty();
 }
 
-void ProgramRunner::laneFinished(const Cursor& c, size_t* unfinished) {
+void ProgramRunner::laneFinished(Cursor& c, size_t* unfinished) {
+  c.finished = true;  // from here on c.lane and c.args are the feed's to free
   --*unfinished;
   if (feed_ != nullptr) feed_->finished(c.index);
 }
 
+bool ProgramRunner::waitsForEarlier(const Cursor& c) const {
+  if (c.after == kNoLane || c.after < firstIndex_) return false;  // none, or dropped when done
+  return !cursors_[c.after - firstIndex_].done();
+}
+
+void ProgramRunner::dropFinishedFront() {
+  // A group that never drains (a pipeline keeping a recv posted) must not sweep over every lane
+  // it ever ran: finished lanes at the front go. Later lanes refer to them by index only.
+  while (!cursors_.empty() && cursors_.front().done()) {
+    cursors_.pop_front();
+    ++firstIndex_;
+  }
+}
+
 void ProgramRunner::run(const RankProgram& program, const ExecArgs& args) {
-  cursors_.clear();
-  feed_ = nullptr;
+  endGroup();
   runArgs_ = &args;
   for (const Lane& lane : program.lanes) {
     if (!lane.steps.empty()) addCursor(LaneRun{&lane, &args});
@@ -419,34 +434,52 @@ void ProgramRunner::run(const RankProgram& program, const ExecArgs& args) {
   runCursors();
 }
 
-void ProgramRunner::runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed) {
-  cursors_.clear();
-  lastOn_.clear();
+bool ProgramRunner::runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed) {
+  endGroup();
   feed_ = &feed;
-  runArgs_ = lanes.front().args;
-  struct EndGroup {  // the feed and its lanes are the caller's: hold nothing after return
-    ProgramRunner* r;
-    ~EndGroup() {
-      r->feed_ = nullptr;
-      r->lastOn_.clear();
-      r->cursors_.clear();
-    }
-  } end{this};
+  groupArgs_ = *lanes.front().args;  // a copy: the first op's plan may go before the group ends
   for (const LaneRun& run : lanes) addCursor(run);
-  runCursors();
+  return resumeGroup(feed);
 }
 
-void ProgramRunner::runCursors() {
+bool ProgramRunner::resumeGroup(LaneFeed& feed) {
+  feed_ = &feed;
+  runArgs_ = &groupArgs_;
+  bool drained = false;
+  try {
+    drained = runCursors();
+  } catch (...) {
+    endGroup();
+    throw;
+  }
+  if (drained) endGroup();
+  feed_ = nullptr;  // the feed is the caller's: hold nothing of it after return
+  return drained;
+}
+
+void ProgramRunner::endGroup() {
+  feed_ = nullptr;
+  lastOn_.clear();
+  cursors_.clear();
+  firstIndex_ = 0;
+}
+
+bool ProgramRunner::runCursors() {
   const ExecArgs& args = *runArgs_;
   expectedMeta_ = encodeHeader(args.header);
   pending_.clear();
   probed_ = false;
-  size_t unfinished = cursors_.size();
+  size_t unfinished = 0;
+  for (const Cursor& c : cursors_) unfinished += c.done() ? 0 : 1;
   int idle = 0;
   Clock::time_point lastProgress{}, lastPeerCheck{};
   for (;;) {
-    if (feed_ != nullptr && admitJoined(&unfinished)) idle = 0;
-    if (unfinished == 0) break;
+    if (feed_ != nullptr) {
+      dropFinishedFront();
+      if (admitJoined(&unfinished)) idle = 0;
+    }
+    if (unfinished == 0) return true;
+    if (feed_ != nullptr && feed_->pause()) return false;  // no pieces pending between sweeps
     const bool progressed = advanceAll(&unfinished);
     if (progressed || unfinished == 0) {
       idle = 0;

@@ -65,10 +65,15 @@ class LaneFeed {
  public:
   virtual ~LaneFeed() = default;
   /// Appends lanes that joined since the last call; called between sweeps, so it must be cheap
-  /// when nothing joined. Appended lanes and their args stay valid until the run returns.
+  /// when nothing joined. A lane and its args stay valid until finished() reports it.
   virtual void admit(std::vector<LaneRun>* joined) = 0;
-  /// The lane admitted `index`-th (the run's initial lanes first, from 0) finished.
+  /// The lane admitted `index`-th (the run's initial lanes first, from 0) finished; the runner
+  /// no longer uses that lane or its args.
   virtual void finished(size_t index) = 0;
+  /// Asked between sweeps: true makes the run return, its unfinished lanes kept where they are
+  /// for ProgramRunner::resumeGroup (a thread that ran the group for one op's wait goes back to
+  /// its caller once that op is done, while the others stay posted).
+  virtual bool pause() { return false; }
 };
 
 /// What a piece does to memory; one call per piece (never per element).
@@ -112,8 +117,12 @@ class ProgramRunner {
   /// whenever its peer lets it, in any order, and lanes joined through `feed` start at once. Two
   /// lanes on the same (peer, direction, channel) run one after the other in admission order, so
   /// their messages never interleave in that channel's FIFO and the receiver's n-th recv from a
-  /// peer meets the sender's n-th send to it. Fails the whole group as run() fails.
-  void runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed);
+  /// peer meets the sender's n-th send to it. Fails the whole group as run() fails. Returns true
+  /// when every lane finished, false when feed.pause() stopped it (then resumeGroup goes on, and
+  /// no other run may come between).
+  bool runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed);
+  /// Goes on with the group a runGroup or resumeGroup paused; returns as runGroup does.
+  bool resumeGroup(LaneFeed& feed);
 
   /// Fails the current run: `why` plus what every unfinished lane waits for.
   [[noreturn]] void failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why);
@@ -123,16 +132,19 @@ class ProgramRunner {
   std::string what(const ExecArgs& args) const;
 
  private:
+  static constexpr size_t kNoLane = ~size_t(0);
   struct Cursor {
-    const Lane* lane = nullptr;
+    const Lane* lane = nullptr;  // with args: not used once finished (a feed may free them)
     const ExecArgs* args = nullptr;
     transport::MessageMeta meta;  // args->header encoded: sent with, and expected in, each message
     size_t elemSize = 0;
-    const Cursor* after = nullptr;  // starts once that lane finished (same peer and direction)
-    size_t index = 0;               // admission order, for LaneFeed::finished
+    size_t index = 0;        // admission order, for LaneFeed::finished
+    size_t after = kNoLane;  // the lane (index) that must finish first: same peer and direction
     size_t step = 0;
     size_t piece = 0;
-    bool done() const { return step >= lane->steps.size(); }
+    bool finished = false;  // counted and reported finished
+    bool atEnd() const { return step >= lane->steps.size(); }
+    bool done() const { return finished; }
   };
   /// A launched piece of a deferred engine, committed after finish().
   struct Pending {
@@ -141,15 +153,22 @@ class ProgramRunner {
     transport::SendChannel* out = nullptr;
     size_t bytes = 0;
   };
-  /// Runs the lanes in cursors_ (and, with feed_, those that join) to completion.
-  void runCursors();
+  /// Runs the lanes in cursors_ (and, with feed_, those that join) to completion (true) or until
+  /// feed_ pauses the run (false).
+  bool runCursors();
+  /// Forgets a group's lanes (its feed may free them).
+  void endGroup();
   /// Appends a cursor for `run`, ordered after the last lane on its peer and direction (groups).
   void addCursor(const LaneRun& run);
   /// Takes the lanes feed_ has for the run (point-to-point groups); counts them as unfinished.
   /// True when any joined.
   bool admitJoined(size_t* unfinished);
-  /// A lane ran its last step: counts it and tells feed_.
-  void laneFinished(const Cursor& c, size_t* unfinished);
+  /// A lane ran its last step: marks it finished, counts it and tells feed_.
+  void laneFinished(Cursor& c, size_t* unfinished);
+  /// Whether the lane before `c` on its peer and direction is still unfinished.
+  bool waitsForEarlier(const Cursor& c) const;
+  /// Drops finished lanes at the front of cursors_ (groups; none of pending_ then).
+  void dropFinishedFront();
   bool tryPiece(Cursor& cursor);
   /// Releases the consumed slots, posts the filled one, and moves the cursor on.
   void commit(Cursor& c, const Step& s, transport::RecvChannel* in, transport::SendChannel* out,
@@ -192,8 +211,10 @@ class ProgramRunner {
   const ExecArgs* runArgs_ = nullptr;
   transport::MessageMeta expectedMeta_;  // runArgs_->header encoded
   LaneFeed* feed_ = nullptr;             // a point-to-point group's, else null
+  ExecArgs groupArgs_;                   // a group's runArgs_: its first op's, copied
   std::vector<LaneRun> joined_;
-  std::map<std::tuple<bool, int, int>, const Cursor*> lastOn_;  // (sends, peer, channel)
+  std::map<std::tuple<bool, int, int>, size_t> lastOn_;  // (sends, peer, channel) -> last lane
+  size_t firstIndex_ = 0;                                // the index of cursors_.front()
   bool oversubscribed_ = false;
   bool deferred_ = false;
   int spinRounds_ = 0;
