@@ -46,6 +46,11 @@ CommState::~CommState() {
   waitersCv.notify_all();
   workerCv.notify_all();
   if (worker.joinable()) worker.join();
+  {
+    std::lock_guard<std::mutex> lock(queueMutex);
+    failOpenGroup(fmt::format(
+        "rank {}: point-to-point op still posted when the communicator was destroyed", rank));
+  }
   // The transport first (its destructor hands over or flushes what this rank posted), then the
   // store this rank may host, once the ranks still connecting are done with it.
   const bool connected = endpoint != nullptr;
@@ -169,13 +174,14 @@ void CommState::runBlocking(const OpDesc& desc) {
   if (queue.empty() && !busy && isPointToPoint(d.coll)) {
     // Through the queue, so that sends and recvs other threads post meanwhile join its group, but
     // run here at once: nothing to hand to the progress thread.
-    Request request(enqueueLocked(d, false));
-    runFront(lock);
+    auto op = enqueueLocked(d, false);
+    Request request(op);
+    runFront(lock, op.get());
     lock.unlock();
     request.wait();
     return;
   }
-  if (queue.empty() && !busy) {
+  if (queue.empty() && !busy && !openGroup) {
     busy = true;
     lock.unlock();
     struct Release {
@@ -184,7 +190,7 @@ void CommState::runBlocking(const OpDesc& desc) {
         std::lock_guard<std::mutex> l(s->queueMutex);
         s->busy = false;
         if (s->waiters > 0) s->waitersCv.notify_all();
-        if (!s->queue.empty()) s->workerCv.notify_one();
+        if (!s->queue.empty() || s->openGroup) s->workerCv.notify_one();
       }
     } release{this};
     execute(d);
@@ -207,10 +213,10 @@ void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
   }
 }
 
-void CommState::runFront(std::unique_lock<std::mutex>& lock) {
+void CommState::runFront(std::unique_lock<std::mutex>& lock, const Request::Op* forOp) {
   busy = true;
-  if (isPointToPoint(queue.front()->desc.coll)) {
-    runP2pGroup(lock);
+  if (openGroup != nullptr || isPointToPoint(queue.front()->desc.coll)) {
+    runP2pGroup(lock, forOp);
   } else {
     auto op = queue.front();
     queue.pop_front();
@@ -230,8 +236,8 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
   std::unique_lock<std::mutex> lock(queueMutex);
   ++waiters;
   while (!isDone()) {
-    if (!busy && !queue.empty()) {
-      runFront(lock);
+    if (!busy && (openGroup != nullptr || !queue.empty())) {
+      runFront(lock, target.get());
       continue;
     }
     if (deadline.expired()) break;
@@ -283,7 +289,7 @@ void CommState::workerLoop() {
   auto lastWork = Clock::now();
   while (!stopping) {
     const auto now = Clock::now();
-    if (queue.empty()) {
+    if (queue.empty() && openGroup == nullptr) {
       if (now - lastWork >= kPark) {
         workerParked = true;
         workerCv.wait(lock);
@@ -299,7 +305,8 @@ void CommState::workerLoop() {
       workerCv.wait_for(lock, kRecheck);
       continue;
     }
-    const auto due = queue.front()->submitted + kGrace;
+    // A paused group: its waiter may be back in a moment (then it runs the group itself).
+    const auto due = (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + kGrace;
     if (now < due) {
       workerCv.wait_until(lock, due);
       continue;
@@ -335,6 +342,7 @@ void CommState::abort(const std::string& why) {
                            collectiveName(op->desc.coll), why));
   }
   queue.clear();
+  failOpenGroup(fmt::format("rank {}: point-to-point op aborted: {}", rank, why));
   waitersCv.notify_all();
 }
 

@@ -33,9 +33,14 @@ void P2pGroup::admit(std::vector<LaneRun>* joined) {
 }
 
 void P2pGroup::finished(size_t index) {
-  Member& m = members_[index];
+  Member& m = members_[index - firstIndex_];
   m.done = true;
+  if (m.op.get() == pauseFor_) pause_ = true;
   CommState::completeOp(*m.op, ErrorCode::kOk, "");
+  while (!members_.empty() && members_.front().done) {  // the runner is done with their plans
+    members_.pop_front();
+    ++firstIndex_;
+  }
   // A thread in helpUntilDone sleeps on waitersCv, not on the op: wake it under the queue's lock
   // so the wake-up cannot fall between its check and its sleep.
   std::lock_guard<std::mutex> lock(state_.queueMutex);
@@ -54,20 +59,31 @@ void P2pGroup::failUnfinished(ErrorCode code, const std::string& message) {
 
 namespace braid {
 
-void CommState::runP2pGroup(std::unique_lock<std::mutex>& lock) {
-  comm::P2pGroup group(*this);
+void CommState::runP2pGroup(std::unique_lock<std::mutex>& lock, const Request::Op* forOp) {
   std::vector<comm::LaneRun> lanes;
-  group.take(&lanes);
+  const bool fresh = openGroup == nullptr;
+  if (fresh) {
+    openGroup = std::make_unique<comm::P2pGroup>(*this);
+    openGroup->take(&lanes);
+  }
+  comm::P2pGroup& group = *openGroup;
+  group.pauseWhenDone(forOp);
   lock.unlock();
+  bool drained = true;
   try {
-    {
-      std::lock_guard<std::mutex> errorLock(errorMutex);
-      if (broken) throw *broken;
+    if (fresh) {
+      {
+        std::lock_guard<std::mutex> errorLock(errorMutex);
+        if (broken) throw *broken;
+      }
+      if (aborted.load()) {
+        fail(ErrorCode::kAborted, "rank {}: point-to-point ops: the communicator was aborted",
+             rank);
+      }
+      if (!lanes.empty()) drained = executor->runGroup(lanes, group);
+    } else {
+      drained = executor->resumeGroup(group);
     }
-    if (aborted.load()) {
-      fail(ErrorCode::kAborted, "rank {}: point-to-point ops: the communicator was aborted", rank);
-    }
-    if (!lanes.empty()) executor->runGroup(lanes, group);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     group.failUnfinished(e.code(), e.what());
@@ -76,6 +92,17 @@ void CommState::runP2pGroup(std::unique_lock<std::mutex>& lock) {
                          fmt::format("rank {}: internal error: {}", rank, e.what()));
   }
   lock.lock();
+  if (drained) {
+    openGroup.reset();
+  } else {
+    groupPausedAt = Clock::now();
+  }
+}
+
+void CommState::failOpenGroup(const std::string& why) {
+  if (openGroup == nullptr || busy) return;  // a running group ends itself (it sees the abort)
+  openGroup->failUnfinished(ErrorCode::kAborted, why);
+  openGroup.reset();
 }
 
 }  // namespace braid

@@ -20,6 +20,11 @@
 //   running the others), else with the group's error, which names every unfinished op.
 // - Every wait is bounded: the runner's no-progress timeout covers the whole group (any lane
 //   moving is progress), and abort ends it with kAborted like any run.
+// - A group may stay open: a thread that runs it for one op's wait pauses it when that op is done
+//   (the others keep their progress), so a caller that always keeps a recv posted ahead (a
+//   pipeline) is never held until the group drains, which its peer may wait on. While a group
+//   is open (CommState::openGroup) it is the queue's front: the next thread that helps, or the
+//   progress thread, resumes it, and nothing queued behind it starts before it drained.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +49,15 @@ class P2pGroup final : public LaneFeed {
   /// Ends every op not yet finished with `code` and `message`.
   void failUnfinished(ErrorCode code, const std::string& message);
 
+  /// The run pauses once `op` (null: none) finished: its waiter goes back to its caller.
+  void pauseWhenDone(const CommState::Op* op) {
+    pauseFor_ = op;
+    pause_ = false;
+  }
+
   void admit(std::vector<LaneRun>* joined) override;
   void finished(size_t index) override;
+  bool pause() override { return pause_; }
 
  private:
   struct Member {
@@ -54,8 +66,14 @@ class P2pGroup final : public LaneFeed {
     bool done = false;
   };
   CommState& state_;
-  std::deque<Member> members_;  // a deque: lanes point into the plans of earlier members
-  uint64_t seenPushes_ = 0;     // the queue's push count when this group last looked
+  // Admitted ops not yet finished, and finished ones behind an unfinished one (freed from the
+  // front as they finish: a group that never drains stays small). A deque: lanes point into the
+  // plans of the members before the new ones.
+  std::deque<Member> members_;
+  size_t firstIndex_ = 0;    // the lane index of members_.front()
+  uint64_t seenPushes_ = 0;  // the queue's push count when this group last looked
+  const CommState::Op* pauseFor_ = nullptr;
+  bool pause_ = false;
 };
 
 }  // namespace braid::comm

@@ -28,6 +28,10 @@ class StoreServer;
 
 using comm::OpDesc;
 
+namespace comm {
+class P2pGroup;
+}
+
 struct Request::Op {
   OpDesc desc;
   double timeoutSeconds = 60;
@@ -69,7 +73,8 @@ struct CommState {
   CommState(int rank, int size, const ResolvedOptions& options);
   ~CommState();
 
-  using OpPtr = std::shared_ptr<Request::Op>;
+  using Op = Request::Op;
+  using OpPtr = std::shared_ptr<Op>;
 
   int rank;
   int size;
@@ -94,6 +99,10 @@ struct CommState {
   std::condition_variable waitersCv;  // threads in helpUntilDone: an executor became free
   std::condition_variable workerCv;   // the progress thread: work may be there
   std::deque<std::shared_ptr<Request::Op>> queue;
+  /// Point-to-point ops that run as one group and are not all finished: while set, it comes
+  /// before everything queued (comm/p2p_group.h); paused when nobody runs it (!busy).
+  std::unique_ptr<comm::P2pGroup> openGroup;
+  Clock::time_point groupPausedAt;
   std::atomic<uint64_t> queuePushes{0};  // ops ever queued (written under queueMutex): a running
                                          // group reads it to see cheaply whether ops may join
   bool busy = false;
@@ -132,12 +141,16 @@ struct CommState {
   /// (the progress thread stands back while someone waits, so on a busy machine no two threads of
   /// one rank fight for a core). Returns when target is done or at the deadline.
   void helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline);
-  /// Pops the front op and runs it on this thread (queueMutex held on entry and exit, released
-  /// while it runs); a point-to-point one with those behind it as a group.
-  void runFront(std::unique_lock<std::mutex>& lock);
-  /// Runs the point-to-point ops at the queue's front, and those that join, as one group
-  /// (comm/p2p_group.cc; queueMutex held on entry and exit, released while it runs).
-  void runP2pGroup(std::unique_lock<std::mutex>& lock);
+  /// Runs the open group, else pops the front op and runs it, on this thread (queueMutex held
+  /// on entry and exit, released while it runs); a point-to-point one with those behind it as a
+  /// group. `forOp`: the op this thread waits for (a group pauses once it is done).
+  void runFront(std::unique_lock<std::mutex>& lock, const Request::Op* forOp = nullptr);
+  /// Resumes the open group, or runs the point-to-point ops at the queue's front as a new one,
+  /// with those that join, until it drained or `forOp` is done (comm/p2p_group.cc; queueMutex
+  /// held on entry and exit, released while it runs).
+  void runP2pGroup(std::unique_lock<std::mutex>& lock, const Request::Op* forOp);
+  /// Ends a paused open group's ops with kAborted (caller holds queueMutex).
+  void failOpenGroup(const std::string& why);
   /// After a run failed with `e` (not kInvalidUsage): marks the communicator broken, tells the
   /// peers, and fails every queued op.
   void breakOn(const Error& e);

@@ -153,6 +153,31 @@ TEST(P2pGroup, SeveralSendsToOnePeerCompleteInPostingOrder) {
   expectNoErrors(errors);
 }
 
+TEST(P2pGroup, APipelineThatAlwaysKeepsARecvPostedNeverWaitsForTheGroupToDrain) {
+  // Each round posts the next round's recv before waiting for this round's: the group never
+  // drains, so a wait must return once its own op is done (the group pauses), or both ranks sit
+  // in their waits for the peer's next send.
+  constexpr int kRounds = 2000;
+  constexpr size_t kCount = 257;
+  auto errors = runRanks(2, optionsFor("", 20), [&](Communicator& comm) {
+    const int r = comm.rank(), peer = 1 - r;
+    std::vector<std::vector<int32_t>> in(2, std::vector<int32_t>(kCount, -1));
+    Request next = comm.recvAsync(in[0].data(), kCount, DataType::kInt32, peer);
+    for (int k = 0; k < kRounds; ++k) {
+      std::vector<int32_t> out = message(r, peer, k, kCount);
+      Request send = comm.sendAsync(out.data(), kCount, DataType::kInt32, peer);
+      Request recv = std::move(next);
+      if (k + 1 < kRounds) {
+        next = comm.recvAsync(in[(k + 1) % 2].data(), kCount, DataType::kInt32, peer);
+      }
+      recv.wait(Deadline::after(30));
+      expectMessage(in[k % 2], peer, r, k);
+      send.wait(Deadline::after(30));
+    }
+  });
+  expectNoErrors(errors);
+}
+
 TEST(P2pGroup, CollectiveAfterAGroupRunsOnceItFinished) {
   auto errors = runRanks(3, optionsFor(""), [&](Communicator& comm) {
     const int r = comm.rank(), n = comm.size(), next = (r + 1) % n, prev = (r + n - 1) % n;
