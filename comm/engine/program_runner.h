@@ -1,9 +1,10 @@
 // The one engine behind host and device collectives: runs one rank's program over a transport
-// endpoint. It owns the lane cursors, header checks (and probes), liveness, the idle policy
-// (spin, or yield when oversubscribed, then sleep on the doorbell in slices), the deadline and
-// every wait's error text. What a piece does to memory is the PieceEngine's: the host copies and
-// reduces it at once; the device launches kernels and finishes them in finish(), after which the
-// runner releases the consumed slots and posts the filled ones.
+// endpoint, or a group of point-to-point ops, each a lane with its own arguments. It owns the lane
+// cursors, header checks (and probes), liveness, the idle policy (spin, or yield when
+// oversubscribed, then sleep on the doorbell in slices), the deadline and every wait's error text.
+// What a piece does to memory is the PieceEngine's: the host copies and reduces it at once; the
+// device launches kernels and finishes them in finish(), after which the runner releases the
+// consumed slots and posts the filled ones.
 #pragma once
 
 #include <atomic>
