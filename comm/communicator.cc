@@ -6,8 +6,8 @@
 
 #include "comm/bootstrap/server.h"
 #include "comm/detail/op_rules.h"
+#include "comm/detail/p2p_group.h"
 #include "comm/detail/state.h"
-#include "comm/p2p_group.h"
 #include "common/log.h"
 
 namespace braid {

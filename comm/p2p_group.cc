@@ -1,4 +1,4 @@
-#include "comm/p2p_group.h"
+#include "comm/detail/p2p_group.h"
 
 #include <fmt/format.h>
 

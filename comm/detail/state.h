@@ -93,14 +93,14 @@ struct CommState {
   comm::OpNumbering numbering;
 
   // Execution: one op at a time, in issue order, except that point-to-point ops queued together
-  // run as one group (comm/p2p_group.h); blocking collectives run on the caller's thread when
-  // nothing is queued, the rest on the progress thread or a waiting caller's.
+  // run as one group (comm/detail/p2p_group.h); blocking collectives run on the caller's thread
+  // when nothing is queued, the rest on the progress thread or a waiting caller's.
   std::mutex queueMutex;
   std::condition_variable waitersCv;  // threads in helpUntilDone: an executor became free
   std::condition_variable workerCv;   // the progress thread: work may be there
   std::deque<std::shared_ptr<Request::Op>> queue;
   /// Point-to-point ops that run as one group and are not all finished: while set, it comes
-  /// before everything queued (comm/p2p_group.h); paused when nobody runs it (!busy).
+  /// before everything queued (comm/detail/p2p_group.h); paused when nobody runs it (!busy).
   std::unique_ptr<comm::P2pGroup> openGroup;
   Clock::time_point groupPausedAt;
   std::atomic<uint64_t> queuePushes{0};  // ops ever queued (written under queueMutex): a running

@@ -114,13 +114,13 @@ class ProgramRunner {
   /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
   /// kAborted, and what the engine throws) naming this rank, the peer, and what(args).
   void run(const RankProgram& program, const ExecArgs& args);
-  /// Runs point-to-point lanes together (a group, see comm/p2p_group.h): every lane progresses
-  /// whenever its peer lets it, in any order, and lanes joined through `feed` start at once. Two
-  /// lanes on the same (peer, direction, channel) run one after the other in admission order, so
-  /// their messages never interleave in that channel's FIFO and the receiver's n-th recv from a
-  /// peer meets the sender's n-th send to it. Fails the whole group as run() fails. Returns true
-  /// when every lane finished, false when feed.pause() stopped it (then resumeGroup goes on, and
-  /// no other run may come between).
+  /// Runs point-to-point lanes together (a group, see comm/detail/p2p_group.h): every lane
+  /// progresses whenever its peer lets it, in any order, and lanes joined through `feed` start at
+  /// once. Two lanes on the same (peer, direction, channel) run one after the other in admission
+  /// order, so their messages never interleave in that channel's FIFO and the receiver's n-th recv
+  /// from a peer meets the sender's n-th send to it. Fails the whole group as run() fails. Returns
+  /// true when every lane finished, false when feed.pause() stopped it (then resumeGroup goes on,
+  /// and no other run may come between).
   bool runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed);
   /// Goes on with the group a runGroup or resumeGroup paused; returns as runGroup does.
   bool resumeGroup(LaneFeed& feed);

@@ -1,7 +1,7 @@
-// Point-to-point ops posted together progress together (comm/p2p_group.h), ranks as threads:
-// exchanges that deadlock when run one at a time (both ranks isend then irecv more than the
-// channel holds; irecv before isend), rings, several sends to one peer matched in posting order,
-// a group followed by a collective, a count mismatch inside a group, and abort of a group.
+// Point-to-point ops posted together progress together (comm/detail/p2p_group.h), ranks as threads:
+// exchanges that deadlock when run one at a time (both ranks isend then irecv more than the channel
+// holds; irecv before isend), rings, several sends to one peer matched in posting order, a group
+// followed by a collective, a count mismatch inside a group, and abort of a group.
 #include <gtest/gtest.h>
 
 #include <chrono>
