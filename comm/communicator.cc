@@ -6,6 +6,7 @@
 
 #include "comm/bootstrap/server.h"
 #include "comm/detail/op_rules.h"
+#include "comm/detail/p2p_group.h"
 #include "comm/detail/state.h"
 #include "common/log.h"
 
@@ -45,6 +46,11 @@ CommState::~CommState() {
   waitersCv.notify_all();
   workerCv.notify_all();
   if (worker.joinable()) worker.join();
+  {
+    std::lock_guard<std::mutex> lock(queueMutex);
+    failOpenGroup(fmt::format(
+        "rank {}: point-to-point op still posted when the communicator was destroyed", rank));
+  }
   // The transport first (its destructor hands over or flushes what this rank posted), then the
   // store this rank may host, once the ranks still connecting are done with it.
   const bool connected = endpoint != nullptr;
@@ -147,23 +153,35 @@ void CommState::execute(const OpDesc& d) {
       executor->run(*program(fin), finArgs);
     }
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::kInvalidUsage) {
-      {
-        std::lock_guard<std::mutex> lock(errorMutex);
-        if (!broken) broken = e;
-      }
-      // Tell the peers at once rather than letting them time out; "<code>|<message>".
-      endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
-      failQueued(e);
-    }
+    if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     throw;
   }
+}
+
+void CommState::breakOn(const Error& e) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (!broken) broken = e;
+  }
+  // Tell the peers at once rather than letting them time out; "<code>|<message>".
+  endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
+  failQueued(e);
 }
 
 void CommState::runBlocking(const OpDesc& desc) {
   std::unique_lock<std::mutex> lock(queueMutex);
   OpDesc d = issue(desc);
-  if (queue.empty() && !busy) {
+  if (queue.empty() && !busy && isPointToPoint(d.coll)) {
+    // Through the queue, so that sends and recvs other threads post meanwhile join its group, but
+    // run here at once: nothing to hand to the progress thread.
+    auto op = enqueueLocked(d, false);
+    Request request(op);
+    runFront(lock, op.get());
+    lock.unlock();
+    request.wait();
+    return;
+  }
+  if (queue.empty() && !busy && !openGroup) {
     busy = true;
     lock.unlock();
     struct Release {
@@ -172,7 +190,7 @@ void CommState::runBlocking(const OpDesc& desc) {
         std::lock_guard<std::mutex> l(s->queueMutex);
         s->busy = false;
         if (s->waiters > 0) s->waitersCv.notify_all();
-        if (!s->queue.empty()) s->workerCv.notify_one();
+        if (!s->queue.empty() || s->openGroup) s->workerCv.notify_one();
       }
     } release{this};
     execute(d);
@@ -195,13 +213,17 @@ void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
   }
 }
 
-void CommState::runFront(std::unique_lock<std::mutex>& lock) {
-  auto op = queue.front();
-  queue.pop_front();
+void CommState::runFront(std::unique_lock<std::mutex>& lock, const Request::Op* forOp) {
   busy = true;
-  lock.unlock();
-  runQueued(op);
-  lock.lock();
+  if (openGroup != nullptr || isPointToPoint(queue.front()->desc.coll)) {
+    runP2pGroup(lock, forOp);
+  } else {
+    auto op = queue.front();
+    queue.pop_front();
+    lock.unlock();
+    runQueued(op);
+    lock.lock();
+  }
   busy = false;
   if (waiters > 0) waitersCv.notify_all();  // a waiter may be waiting for this op or its turn
 }
@@ -214,8 +236,8 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
   std::unique_lock<std::mutex> lock(queueMutex);
   ++waiters;
   while (!isDone()) {
-    if (!busy && !queue.empty()) {
-      runFront(lock);
+    if (!busy && (openGroup != nullptr || !queue.empty())) {
+      runFront(lock, target.get());
       continue;
     }
     if (deadline.expired()) break;
@@ -233,13 +255,15 @@ Request CommState::submit(const OpDesc& desc) {
   return Request(enqueueLocked(d));
 }
 
-std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d) {
+std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forProgressThread) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
   op->timeoutSeconds = options.timeoutSeconds;
   op->state = self;
   op->submitted = Clock::now();
   queue.push_back(op);
+  queuePushes.fetch_add(1, std::memory_order_relaxed);
+  if (!forProgressThread) return op;
   if (!worker.joinable()) {
     worker = std::thread([this] { workerLoop(); });
   } else if (workerParked) {
@@ -265,7 +289,7 @@ void CommState::workerLoop() {
   auto lastWork = Clock::now();
   while (!stopping) {
     const auto now = Clock::now();
-    if (queue.empty()) {
+    if (queue.empty() && openGroup == nullptr) {
       if (now - lastWork >= kPark) {
         workerParked = true;
         workerCv.wait(lock);
@@ -281,7 +305,8 @@ void CommState::workerLoop() {
       workerCv.wait_for(lock, kRecheck);
       continue;
     }
-    const auto due = queue.front()->submitted + kGrace;
+    // A paused group: its waiter may be back in a moment (then it runs the group itself).
+    const auto due = (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + kGrace;
     if (now < due) {
       workerCv.wait_until(lock, due);
       continue;
@@ -317,6 +342,7 @@ void CommState::abort(const std::string& why) {
                            collectiveName(op->desc.coll), why));
   }
   queue.clear();
+  failOpenGroup(fmt::format("rank {}: point-to-point op aborted: {}", rank, why));
   waitersCv.notify_all();
 }
 

@@ -28,6 +28,10 @@ class StoreServer;
 
 using comm::OpDesc;
 
+namespace comm {
+class P2pGroup;
+}
+
 struct Request::Op {
   OpDesc desc;
   double timeoutSeconds = 60;
@@ -69,6 +73,9 @@ struct CommState {
   CommState(int rank, int size, const ResolvedOptions& options);
   ~CommState();
 
+  using Op = Request::Op;
+  using OpPtr = std::shared_ptr<Op>;
+
   int rank;
   int size;
   ResolvedOptions options;
@@ -85,12 +92,19 @@ struct CommState {
   // Issue order and numbering (under queueMutex, so numbering order is execution order).
   comm::OpNumbering numbering;
 
-  // Execution: one op at a time, in issue order; blocking calls run on the caller's thread when
-  // nothing is queued, non-blocking ones on the progress thread.
+  // Execution: one op at a time, in issue order, except that point-to-point ops queued together
+  // run as one group (comm/detail/p2p_group.h); blocking collectives run on the caller's thread
+  // when nothing is queued, the rest on the progress thread or a waiting caller's.
   std::mutex queueMutex;
   std::condition_variable waitersCv;  // threads in helpUntilDone: an executor became free
   std::condition_variable workerCv;   // the progress thread: work may be there
   std::deque<std::shared_ptr<Request::Op>> queue;
+  /// Point-to-point ops that run as one group and are not all finished: while set, it comes
+  /// before everything queued (comm/detail/p2p_group.h); paused when nobody runs it (!busy).
+  std::unique_ptr<comm::P2pGroup> openGroup;
+  Clock::time_point groupPausedAt;
+  std::atomic<uint64_t> queuePushes{0};  // ops ever queued (written under queueMutex): a running
+                                         // group reads it to see cheaply whether ops may join
   bool busy = false;
   bool stopping = false;
   int waiters = 0;            // threads inside helpUntilDone
@@ -110,8 +124,9 @@ struct CommState {
   /// Validates and numbers a call (throws kInvalidUsage, touching nothing). Caller holds
   /// queueMutex, so numbering order is execution order.
   OpDesc issue(OpDesc desc);
-  /// Queues a numbered op for the progress thread (caller holds queueMutex).
-  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc);
+  /// Queues a numbered op for the progress thread (caller holds queueMutex); with
+  /// `forProgressThread` false the caller runs the queue's front itself at once.
+  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc, bool forProgressThread = true);
   /// Runs a numbered op to completion on this thread.
   void execute(const OpDesc& desc);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
@@ -126,9 +141,19 @@ struct CommState {
   /// (the progress thread stands back while someone waits, so on a busy machine no two threads of
   /// one rank fight for a core). Returns when target is done or at the deadline.
   void helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline);
-  /// Pops the front op and runs it on this thread (queueMutex held on entry and exit, released
-  /// while it runs).
-  void runFront(std::unique_lock<std::mutex>& lock);
+  /// Runs the open group, else pops the front op and runs it, on this thread (queueMutex held
+  /// on entry and exit, released while it runs); a point-to-point one with those behind it as a
+  /// group. `forOp`: the op this thread waits for (a group pauses once it is done).
+  void runFront(std::unique_lock<std::mutex>& lock, const Request::Op* forOp = nullptr);
+  /// Resumes the open group, or runs the point-to-point ops at the queue's front as a new one,
+  /// with those that join, until it drained or `forOp` is done (comm/p2p_group.cc; queueMutex
+  /// held on entry and exit, released while it runs).
+  void runP2pGroup(std::unique_lock<std::mutex>& lock, const Request::Op* forOp);
+  /// Ends a paused open group's ops with kAborted (caller holds queueMutex).
+  void failOpenGroup(const std::string& why);
+  /// After a run failed with `e` (not kInvalidUsage): marks the communicator broken, tells the
+  /// peers, and fails every queued op.
+  void breakOn(const Error& e);
   /// Marks an op finished with `code` (kOk: success) and wakes whoever waits on it.
   static void completeOp(Request::Op& op, ErrorCode code, std::string message);
   /// Runs one dequeued op and completes it (never throws).

@@ -50,10 +50,10 @@ ProgramRunner::ProgramRunner(transport::Endpoint& endpoint, const std::atomic<bo
   spinRounds_ = oversubscribed ? kOversubscribedSpinRounds : kSpinRounds;
 }
 
-char* ProgramRunner::address(Buf buf, size_t elemOffset, const ExecArgs& args) const {
-  char* base = buf == Buf::kInput ? const_cast<char*>(static_cast<const char*>(args.input))
-                                  : static_cast<char*>(args.output);
-  return base + elemOffset * elemSize_;
+char* ProgramRunner::address(Buf buf, size_t elemOffset, const Cursor& c) const {
+  char* base = buf == Buf::kInput ? const_cast<char*>(static_cast<const char*>(c.args->input))
+                                  : static_cast<char*>(c.args->output);
+  return base + elemOffset * c.elemSize;
 }
 
 std::string ProgramRunner::what(const ExecArgs& args) const {
@@ -64,9 +64,10 @@ std::string ProgramRunner::what(const ExecArgs& args) const {
 }
 
 void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes,
-                                size_t expectBytes, int peer, const ExecArgs& args) {
-  // Compared as encoded words (encoded once per run); decoded only to describe a mismatch.
-  if (std::memcmp(meta.words, expectedMeta_.words, sizeof meta.words) != 0) {
+                                size_t expectBytes, int peer, const Cursor& c) {
+  const ExecArgs& args = *c.args;
+  // Compared as encoded words (encoded once per lane); decoded only to describe a mismatch.
+  if (std::memcmp(meta.words, c.meta.words, sizeof meta.words) != 0) {
     OpHeader got = decodeHeader(meta);
     engine_.abandon();  // pieces of other lanes may be in flight (deferred engines)
     pending_.clear();
@@ -127,6 +128,7 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
   // BRAID_SLOTS=2 a schedule's one-slot-ahead rounds could then stall): probe the others only.
   auto sendsLater = [&](int peer, int channel) {
     for (const Cursor& c : cursors_) {
+      if (c.done()) continue;
       for (size_t i = c.step; i < c.lane->steps.size(); ++i) {
         const Step& s = c.lane->steps[i];
         if (s.channel == channel && primSends(s.prim) && s.sendPeer == peer) return true;
@@ -140,7 +142,7 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
     if (ch.tryAcquire() != nullptr) ch.post(0, probe);
   };
   for (const Cursor& c : cursors_) {
-    if (c.step >= c.lane->steps.size()) continue;
+    if (c.done()) continue;
     const Step& s = c.lane->steps[c.step];
     if (s.prim == Prim::kGatherReduce) {
       for (int q = 0; q < size_; ++q)
@@ -151,7 +153,9 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
   }
 }
 
-bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
+bool ProgramRunner::tryPiece(Cursor& c) {
+  if (waitsForEarlier(c)) return false;  // its turn on this peer and direction comes later
+  const ExecArgs& args = *c.args;
   const Step& s = c.lane->steps[c.step];
   if (s.count == 0) {
     c.step++;
@@ -160,7 +164,7 @@ bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
   const size_t per = args.elemsPerPiece;
   const size_t begin = c.piece * per;
   const size_t len = std::min(per, s.count - begin);
-  const size_t bytes = len * elemSize_;
+  const size_t bytes = len * c.elemSize;
 
   // Everything this piece needs must be there before anything is touched.
   const void* slot = nullptr;
@@ -172,7 +176,7 @@ bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
       transport::MessageMeta meta;
       const void* p = peekData(q, s.channel, &got, &meta, args);
       if (p == nullptr) return false;
-      checkHeader(meta, got, bytes, q, args);
+      checkHeader(meta, got, bytes, q, c);
       gatherSrcs_[q] = p;
     }
   } else if (primReceives(s.prim)) {
@@ -181,7 +185,7 @@ bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
     transport::MessageMeta meta;
     slot = peekData(s.recvPeer, s.channel, &got, &meta, args);
     if (slot == nullptr) return false;
-    checkHeader(meta, got, bytes, s.recvPeer, args);
+    checkHeader(meta, got, bytes, s.recvPeer, c);
   }
   transport::SendChannel* outCh = nullptr;
   void* out = nullptr;
@@ -195,8 +199,8 @@ bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
   p.prim = s.prim;
   p.slot = slot;
   p.out = out;
-  p.src = primReads(s.prim) ? address(s.src.buf, s.src.offset + begin, args) : nullptr;
-  p.dst = primWrites(s.prim) ? address(s.dst.buf, s.dst.offset + begin, args) : nullptr;
+  p.src = primReads(s.prim) ? address(s.src.buf, s.src.offset + begin, c) : nullptr;
+  p.dst = primWrites(s.prim) ? address(s.dst.buf, s.dst.offset + begin, c) : nullptr;
   p.len = len;
   p.bytes = bytes;
   p.divisor = (s.finalize && args.op == RedOp::kAvg && size_ > 1) ? uint64_t(size_) : 1;
@@ -209,21 +213,21 @@ bool ProgramRunner::tryPiece(Cursor& c, const ExecArgs& args) {
   if (deferred_) {
     pending_.push_back(Pending{&c, in, outCh, bytes});
   } else {
-    commit(c, s, in, outCh, bytes, args);
+    commit(c, s, in, outCh, bytes);
   }
   return true;
 }
 
 void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
-                           transport::SendChannel* out, size_t bytes, const ExecArgs& args) {
+                           transport::SendChannel* out, size_t bytes) {
   if (s.prim == Prim::kGatherReduce) {
     for (int q = 0; q < size_; ++q)
       if (q != rank_) ep_.recv(q, s.channel).release();
   } else if (in != nullptr) {
     in->release();
   }
-  if (out != nullptr) out->post(bytes, expectedMeta_);
-  if (++c.piece == pieceCount(s.count, args.elemsPerPiece)) {
+  if (out != nullptr) out->post(bytes, c.meta);
+  if (++c.piece == pieceCount(s.count, c.args->elemsPerPiece)) {
     c.piece = 0;
     c.step++;
   }
@@ -232,9 +236,13 @@ void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
 void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why) {
   // Name what this rank was waiting for: the peers of every unfinished lane's current step.
   std::string waiting;
+  size_t unfinished = 0;
   for (const Cursor& c : cursors_) {
-    if (c.step >= c.lane->steps.size()) continue;
+    if (c.done()) continue;
+    ++unfinished;
     const Step& s = c.lane->steps[c.step];
+    // In a group each lane is an op of its own: name it (its peer, number and size).
+    if (feed_ != nullptr) waiting += fmt::format("; {}", what(*c.args));
     if (s.prim == Prim::kGatherReduce) {
       waiting += fmt::format("; waiting to receive from all peers on channel {}", s.channel);
     } else {
@@ -249,7 +257,11 @@ void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std:
   // Launched work may still use the buffers; let it end before they are given back.
   engine_.abandon();
   pending_.clear();
-  fail(code, "rank {}: {}: {}{}", rank_, what(args), why, waiting);
+  const std::string head =
+      feed_ != nullptr
+          ? fmt::format("point-to-point ops posted together ({} unfinished)", unfinished)
+          : what(args);
+  fail(code, "rank {}: {}: {}{}", rank_, head, why, waiting);
 }
 
 void ProgramRunner::checkArrivals(const ExecArgs& args) {
@@ -274,13 +286,13 @@ void ProgramRunner::checkArrivals(const ExecArgs& args) {
   }
 }
 
-bool ProgramRunner::advanceAll(const ExecArgs& args, size_t* unfinished) {
+bool ProgramRunner::advanceAll(size_t* unfinished) {
   bool moved = false;
   if (!deferred_) {
     for (Cursor& c : cursors_) {
-      while (c.step < c.lane->steps.size() && tryPiece(c, args)) {
+      while (!c.done() && tryPiece(c)) {
         moved = true;
-        if (c.step == c.lane->steps.size()) --*unfinished;
+        if (c.atEnd()) laneFinished(c, unfinished);
       }
     }
     return moved;
@@ -288,20 +300,20 @@ bool ProgramRunner::advanceAll(const ExecArgs& args, size_t* unfinished) {
   // Deferred: at most one piece launched per lane (zero-count steps advance without one), one
   // wait for all of them, then their slots are released and posted.
   for (Cursor& c : cursors_) {
-    while (c.step < c.lane->steps.size()) {
+    while (!c.done()) {
       const size_t before = pending_.size();
-      if (!tryPiece(c, args)) break;
+      if (!tryPiece(c)) break;
       moved = true;
       if (pending_.size() != before) break;
-      if (c.step == c.lane->steps.size()) --*unfinished;
+      if (c.atEnd()) laneFinished(c, unfinished);
     }
   }
   if (pending_.empty()) return moved;
-  engine_.finish(*this, args);
+  engine_.finish(*this, *runArgs_);
   for (Pending& p : pending_) {
     const Step& s = p.cursor->lane->steps[p.cursor->step];
-    commit(*p.cursor, s, p.in, p.out, p.bytes, args);
-    if (p.cursor->step == p.cursor->lane->steps.size()) --*unfinished;
+    commit(*p.cursor, s, p.in, p.out, p.bytes);
+    if (p.cursor->atEnd()) laneFinished(*p.cursor, unfinished);
   }
   pending_.clear();
   return moved;
@@ -322,7 +334,7 @@ int ProgramRunner::goneAwaitedPeer(const ExecArgs& args) {
     return ep_.send(peer, channel).tryAcquire() == nullptr;
   };
   for (const Cursor& c : cursors_) {
-    if (c.step >= c.lane->steps.size()) continue;
+    if (c.done()) continue;
     const Step& s = c.lane->steps[c.step];
     if (s.prim == Prim::kGatherReduce) {
       for (int q = 0; q < size_; ++q)
@@ -361,20 +373,114 @@ void ProgramRunner::slowPathChecks(const ExecArgs& args, bool checkPeers) {
   }
 }
 
+void ProgramRunner::addCursor(const LaneRun& run) {
+  Cursor c;
+  c.lane = run.lane;
+  c.args = run.args;
+  c.meta = encodeHeader(run.args->header);
+  c.elemSize = dataTypeSize(run.args->dtype);
+  c.index = firstIndex_ + cursors_.size();
+  cursors_.push_back(c);
+  if (feed_ == nullptr) return;
+  // A group's lanes on one (peer, direction, channel) share that channel's FIFO: each waits for
+  // the one admitted before it, so their messages go (and are matched) in posting order.
+  const Step& first = run.lane->steps.front();
+  const bool sends = primSends(first.prim);
+  const std::tuple<bool, int, int> key{sends, sends ? first.sendPeer : first.recvPeer,
+                                       first.channel};
+  auto [it, fresh] = lastOn_.try_emplace(key, c.index);
+  if (!fresh) {
+    cursors_.back().after = it->second;
+    it->second = c.index;
+  }
+}
+
+bool ProgramRunner::admitJoined(size_t* unfinished) {
+  joined_.clear();
+  feed_->admit(&joined_);
+  for (const LaneRun& run : joined_) {
+    addCursor(run);
+    ++*unfinished;
+  }
+  return !joined_.empty();
+}
+
+void ProgramRunner::laneFinished(Cursor& c, size_t* unfinished) {
+  c.finished = true;  // from here on c.lane and c.args are the feed's to free
+  --*unfinished;
+  if (feed_ != nullptr) feed_->finished(c.index);
+}
+
+bool ProgramRunner::waitsForEarlier(const Cursor& c) const {
+  if (c.after == kNoLane || c.after < firstIndex_) return false;  // none, or dropped when done
+  return !cursors_[c.after - firstIndex_].done();
+}
+
+void ProgramRunner::dropFinishedFront() {
+  // A group that never drains (a pipeline keeping a recv posted) must not sweep over every lane
+  // it ever ran: finished lanes at the front go. Later lanes refer to them by index only.
+  while (!cursors_.empty() && cursors_.front().done()) {
+    cursors_.pop_front();
+    ++firstIndex_;
+  }
+}
+
 void ProgramRunner::run(const RankProgram& program, const ExecArgs& args) {
-  elemSize_ = dataTypeSize(args.dtype);
-  expectedMeta_ = encodeHeader(args.header);
+  endGroup();
+  runArgs_ = &args;
+  for (const Lane& lane : program.lanes) {
+    if (!lane.steps.empty()) addCursor(LaneRun{&lane, &args});
+  }
+  runCursors();
+}
+
+bool ProgramRunner::runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed) {
+  endGroup();
+  feed_ = &feed;
+  groupArgs_ = *lanes.front().args;  // a copy: the first op's plan may go before the group ends
+  for (const LaneRun& run : lanes) addCursor(run);
+  return resumeGroup(feed);
+}
+
+bool ProgramRunner::resumeGroup(LaneFeed& feed) {
+  feed_ = &feed;
+  runArgs_ = &groupArgs_;
+  bool drained = false;
+  try {
+    drained = runCursors();
+  } catch (...) {
+    endGroup();
+    throw;
+  }
+  if (drained) endGroup();
+  feed_ = nullptr;  // the feed is the caller's: hold nothing of it after return
+  return drained;
+}
+
+void ProgramRunner::endGroup() {
+  feed_ = nullptr;
+  lastOn_.clear();
   cursors_.clear();
+  firstIndex_ = 0;
+}
+
+bool ProgramRunner::runCursors() {
+  const ExecArgs& args = *runArgs_;
+  expectedMeta_ = encodeHeader(args.header);
   pending_.clear();
   probed_ = false;
-  for (const Lane& lane : program.lanes) {
-    if (!lane.steps.empty()) cursors_.push_back(Cursor{&lane, 0, 0});
-  }
-  size_t unfinished = cursors_.size();
+  size_t unfinished = 0;
+  for (const Cursor& c : cursors_) unfinished += c.done() ? 0 : 1;
   int idle = 0;
   Clock::time_point lastProgress{}, lastPeerCheck{};
-  while (unfinished > 0) {
-    const bool progressed = advanceAll(args, &unfinished);
+  for (;;) {
+    if (feed_ != nullptr) {
+      dropFinishedFront();
+      if (admitJoined(&unfinished)) idle = 0;
+    }
+    if (unfinished == 0) return true;
+    if (feed_ != nullptr && feed_->pause()) return false;  // no pieces pending between sweeps
+    const bool progressed = advanceAll(&unfinished);
     if (progressed || unfinished == 0) {
       idle = 0;
       continue;
@@ -410,7 +516,7 @@ void ProgramRunner::run(const RankProgram& program, const ExecArgs& args) {
     }
     // Announce the sleep, look once more, then sleep until rung or the slice ends.
     uint32_t ticket = ep_.prepareSleep();
-    const bool moved = advanceAll(args, &unfinished);
+    const bool moved = advanceAll(&unfinished);
     const auto until = moved ? now : std::min(now + kSleepSlice, lastProgress + timeout);
     ep_.sleep(ticket, until);
     if (moved) idle = 0;

@@ -1,14 +1,18 @@
 // The one engine behind host and device collectives: runs one rank's program over a transport
-// endpoint. It owns the lane cursors, header checks (and probes), liveness, the idle policy
-// (spin, or yield when oversubscribed, then sleep on the doorbell in slices), the deadline and
-// every wait's error text. What a piece does to memory is the PieceEngine's: the host copies and
-// reduces it at once; the device launches kernels and finishes them in finish(), after which the
-// runner releases the consumed slots and posts the filled ones.
+// endpoint, or a group of point-to-point ops, each a lane with its own arguments. It owns the lane
+// cursors, header checks (and probes), liveness, the idle policy (spin, or yield when
+// oversubscribed, then sleep on the doorbell in slices), the deadline and every wait's error text.
+// What a piece does to memory is the PieceEngine's: the host copies and reduces it at once; the
+// device launches kernels and finishes them in finish(), after which the runner releases the
+// consumed slots and posts the filled ones.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "comm/exec/header.h"
@@ -49,6 +53,30 @@ struct Piece {
 
 class ProgramRunner;
 
+/// One lane of a run and the arguments it runs with. A collective's lanes share one ExecArgs; in
+/// a point-to-point group each op is a lane with its own buffer, count, type and header.
+struct LaneRun {
+  const Lane* lane = nullptr;
+  const ExecArgs* args = nullptr;
+};
+
+/// Feeds a point-to-point group run: ops posted while it runs join it, and each op is reported
+/// finished as soon as its lane is (its waiter need not wait for the whole group).
+class LaneFeed {
+ public:
+  virtual ~LaneFeed() = default;
+  /// Appends lanes that joined since the last call; called between sweeps, so it must be cheap
+  /// when nothing joined. A lane and its args stay valid until finished() reports it.
+  virtual void admit(std::vector<LaneRun>* joined) = 0;
+  /// The lane admitted `index`-th (the run's initial lanes first, from 0) finished; the runner
+  /// no longer uses that lane or its args.
+  virtual void finished(size_t index) = 0;
+  /// Asked between sweeps: true makes the run return, its unfinished lanes kept where they are
+  /// for ProgramRunner::resumeGroup (a thread that ran the group for one op's wait goes back to
+  /// its caller once that op is done, while the others stay posted).
+  virtual bool pause() { return false; }
+};
+
 /// What a piece does to memory; one call per piece (never per element).
 class PieceEngine {
  public:
@@ -86,6 +114,16 @@ class ProgramRunner {
   /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
   /// kAborted, and what the engine throws) naming this rank, the peer, and what(args).
   void run(const RankProgram& program, const ExecArgs& args);
+  /// Runs point-to-point lanes together (a group, see comm/detail/p2p_group.h): every lane
+  /// progresses whenever its peer lets it, in any order, and lanes joined through `feed` start at
+  /// once. Two lanes on the same (peer, direction, channel) run one after the other in admission
+  /// order, so their messages never interleave in that channel's FIFO and the receiver's n-th recv
+  /// from a peer meets the sender's n-th send to it. Fails the whole group as run() fails. Returns
+  /// true when every lane finished, false when feed.pause() stopped it (then resumeGroup goes on,
+  /// and no other run may come between).
+  bool runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed);
+  /// Goes on with the group a runGroup or resumeGroup paused; returns as runGroup does.
+  bool resumeGroup(LaneFeed& feed);
 
   /// Fails the current run: `why` plus what every unfinished lane waits for.
   [[noreturn]] void failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why);
@@ -95,10 +133,19 @@ class ProgramRunner {
   std::string what(const ExecArgs& args) const;
 
  private:
+  static constexpr size_t kNoLane = ~size_t(0);
   struct Cursor {
-    const Lane* lane = nullptr;
+    const Lane* lane = nullptr;  // with args: not used once finished (a feed may free them)
+    const ExecArgs* args = nullptr;
+    transport::MessageMeta meta;  // args->header encoded: sent with, and expected in, each message
+    size_t elemSize = 0;
+    size_t index = 0;        // admission order, for LaneFeed::finished
+    size_t after = kNoLane;  // the lane (index) that must finish first: same peer and direction
     size_t step = 0;
     size_t piece = 0;
+    bool finished = false;  // counted and reported finished
+    bool atEnd() const { return step >= lane->steps.size(); }
+    bool done() const { return finished; }
   };
   /// A launched piece of a deferred engine, committed after finish().
   struct Pending {
@@ -107,10 +154,26 @@ class ProgramRunner {
     transport::SendChannel* out = nullptr;
     size_t bytes = 0;
   };
-  bool tryPiece(Cursor& cursor, const ExecArgs& args);
+  /// Runs the lanes in cursors_ (and, with feed_, those that join) to completion (true) or until
+  /// feed_ pauses the run (false).
+  bool runCursors();
+  /// Forgets a group's lanes (its feed may free them).
+  void endGroup();
+  /// Appends a cursor for `run`, ordered after the last lane on its peer and direction (groups).
+  void addCursor(const LaneRun& run);
+  /// Takes the lanes feed_ has for the run (point-to-point groups); counts them as unfinished.
+  /// True when any joined.
+  bool admitJoined(size_t* unfinished);
+  /// A lane ran its last step: marks it finished, counts it and tells feed_.
+  void laneFinished(Cursor& c, size_t* unfinished);
+  /// Whether the lane before `c` on its peer and direction is still unfinished.
+  bool waitsForEarlier(const Cursor& c) const;
+  /// Drops finished lanes at the front of cursors_ (groups; none of pending_ then).
+  void dropFinishedFront();
+  bool tryPiece(Cursor& cursor);
   /// Releases the consumed slots, posts the filled one, and moves the cursor on.
   void commit(Cursor& c, const Step& s, transport::RecvChannel* in, transport::SendChannel* out,
-              size_t bytes, const ExecArgs& args);
+              size_t bytes);
   /// The oldest data message from peer on channel (as tryPeek), dropping probes before it: a
   /// stale one, or this op's when it agrees. Null when none, or when a later op's probe is first.
   const void* peekData(int peer, int channel, size_t* bytes, transport::MessageMeta* meta,
@@ -123,35 +186,41 @@ class ProgramRunner {
   /// run; only when a slot is free).
   void sendProbes(const ExecArgs& args);
   void checkHeader(const transport::MessageMeta& meta, size_t bytes, size_t expectBytes, int peer,
-                   const ExecArgs& args);
+                   const Cursor& c);
   /// Fails with kMismatch when a peer's message numbered like this op describes another call
   /// (a rank that disagrees may never send what this rank waits for: two broadcast "roots" only
   /// send). Looks at the head of every channel, dropping only probes.
   void checkArrivals(const ExecArgs& args);
   /// Runs every unfinished lane as far as it goes now (deferred: one piece per lane, then
   /// finishes and commits them); true when any piece moved.
-  bool advanceAll(const ExecArgs& args, size_t* unfinished);
+  bool advanceAll(size_t* unfinished);
   /// Fails on an abort (this process's or a peer's), on a mismatch seen in arrivals and, with
   /// checkPeers, on a gone peer that the current steps still wait on.
   void slowPathChecks(const ExecArgs& args, bool checkPeers);
   /// The first peer that is gone while a current step still needs it (its message is missing, or
   /// no slot to it is free), or -1. A peer that left after posting what is needed is not one.
   int goneAwaitedPeer(const ExecArgs& args);
-  char* address(Buf buf, size_t elemOffset, const ExecArgs& args) const;
+  char* address(Buf buf, size_t elemOffset, const Cursor& c) const;
 
   transport::Endpoint& ep_;
   const std::atomic<bool>& aborted_;
   PieceEngine& engine_;
   int rank_;
   int size_;
-  size_t elemSize_ = 0;
-  transport::MessageMeta expectedMeta_;  // args.header encoded: sent with, and expected in, each
-                                         // message of this run
+  // The run's arguments: a collective's, or a group's first op's (every op of a group was issued
+  // after the same collectives, which is all that probes and arrival checks ask of them).
+  const ExecArgs* runArgs_ = nullptr;
+  transport::MessageMeta expectedMeta_;  // runArgs_->header encoded
+  LaneFeed* feed_ = nullptr;             // a point-to-point group's, else null
+  ExecArgs groupArgs_;                   // a group's runArgs_: its first op's, copied
+  std::vector<LaneRun> joined_;
+  std::map<std::tuple<bool, int, int>, size_t> lastOn_;  // (sends, peer, channel) -> last lane
+  size_t firstIndex_ = 0;                                // the index of cursors_.front()
   bool oversubscribed_ = false;
   bool deferred_ = false;
   int spinRounds_ = 0;
-  bool probed_ = false;  // this run sent its probes
-  std::vector<Cursor> cursors_;
+  bool probed_ = false;         // this run sent its probes
+  std::deque<Cursor> cursors_;  // a deque: joining lanes leave the others' addresses alone
   std::vector<Pending> pending_;
   std::vector<const void*> gatherSrcs_;
 };

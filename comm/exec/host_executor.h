@@ -29,6 +29,11 @@ class HostExecutor {
   /// Runs `program` to completion. Throws braid::Error (kTimeout, kRemoteError, kMismatch,
   /// kAborted) naming this rank, the peer, and the op.
   void run(const RankProgram& program, const ExecArgs& args) { runner_.run(program, args); }
+  /// Runs point-to-point ops together (ProgramRunner::runGroup).
+  bool runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed) {
+    return runner_.runGroup(lanes, feed);
+  }
+  bool resumeGroup(LaneFeed& feed) { return runner_.resumeGroup(feed); }
 
  private:
   HostPieces pieces_;  // before runner_, which holds a reference to it

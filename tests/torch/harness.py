@@ -90,3 +90,13 @@ def report(results, expected=None):
         ok = ok and rc == want
     print("PASS" if ok else "FAIL", flush=True)
     sys.exit(0 if ok else 1)
+
+
+def main(script, world, worker, timeout=60):
+    """A test script's entry: in a rank process runs worker(); else launches `world` ranks of
+    `script` and reports (exits)."""
+    if is_worker():
+        worker()
+        return
+    require_braid_torch()
+    report(launch(os.path.abspath(script), world, timeout=timeout))
