@@ -184,8 +184,10 @@ class ClusterTest(unittest.TestCase):
         self.assertLess(rtts[2], 60, rtts)
         tool("down", "--name", self.name)
         self.assertGone()
-        # At 30% frame loss the link still carries a stream (TCP retransmits).
-        r = tool("bw", "--hosts", "2", "--name", self.name, "--loss-pct", "30", "--bytes", "64K",
+        # At 10% frame loss the link still carries a stream (TCP retransmits). Not more: the switch
+        # drops both directions, and at 30% a segment and its retransmits were lost often enough
+        # (RTO doubling each time) to outlast the tool's 60 s socket timeout in 2 of 3 runs.
+        r = tool("bw", "--hosts", "2", "--name", self.name, "--loss-pct", "10", "--bytes", "64K",
                  "--runs", "1", "--json")
         self.assertGreater(json.loads(r.stdout)["median_bits_per_second"], 0)
         self.assertGone()
