@@ -233,7 +233,20 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
     std::lock_guard<std::mutex> opLock(target->mutex);
     return target->done;
   };
+  // An op run on this thread ends only when it completes or times out (its own timeout, from
+  // when it was submitted). A caller whose deadline comes sooner must get control back at its
+  // deadline, so it runs nothing itself: the progress thread runs the queue and this caller only
+  // waits, until its deadline.
+  const bool mayRun =
+      deadline.when() == Clock::time_point::max() ||
+      deadline.when() >=
+          target->submitted + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(target->timeoutSeconds));
   std::unique_lock<std::mutex> lock(queueMutex);
+  if (!mayRun) {
+    wakeWorkerLocked();
+    return;
+  }
   ++waiters;
   while (!isDone()) {
     if (!busy && (openGroup != nullptr || !queue.empty())) {
@@ -255,6 +268,14 @@ Request CommState::submit(const OpDesc& desc) {
   return Request(enqueueLocked(d));
 }
 
+void CommState::wakeWorkerLocked() {
+  if (!worker.joinable()) {
+    worker = std::thread([this] { workerLoop(); });
+  } else if (workerParked) {
+    workerCv.notify_one();  // only a parked thread needs the (costly) wake-up
+  }
+}
+
 std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forProgressThread) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
@@ -264,11 +285,7 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forP
   queue.push_back(op);
   queuePushes.fetch_add(1, std::memory_order_relaxed);
   if (!forProgressThread) return op;
-  if (!worker.joinable()) {
-    worker = std::thread([this] { workerLoop(); });
-  } else if (workerParked) {
-    workerCv.notify_one();  // only a parked thread needs the (costly) wake-up
-  }
+  wakeWorkerLocked();
   return op;
 }
 

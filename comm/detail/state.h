@@ -15,9 +15,9 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
-#include "comm/exec/host_executor.h"
 #include "comm/detail/op_plan.h"
 #include "comm/detail/tuner.h"
+#include "comm/exec/host_executor.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -127,6 +127,8 @@ struct CommState {
   /// Queues a numbered op for the progress thread (caller holds queueMutex); with
   /// `forProgressThread` false the caller runs the queue's front itself at once.
   std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc, bool forProgressThread = true);
+  /// Starts the progress thread, or wakes it when parked. Caller holds queueMutex.
+  void wakeWorkerLocked();
   /// Runs a numbered op to completion on this thread.
   void execute(const OpDesc& desc);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.

@@ -71,6 +71,40 @@ TEST(Async, ProgressThreadFinishesOpsNobodyWaitsFor) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
 }
 
+// wait() with a deadline shorter than the op's timeout returns kTimeout at that deadline, even
+// when the op has not started (the caller must not run it inline: that ends only with the op).
+TEST(Async, WaitWithAShortDeadlineReturnsAtTheDeadline) {
+  constexpr int kRanks = 2;
+  Options options;
+  options.timeoutSeconds = 20;
+  auto errors = runRanks(kRanks, options, [&](Communicator& comm) {
+    std::vector<float> buf(1000, 1.0f);
+    if (comm.rank() == 0) {
+      // Rank 1 joins only after a second: rank 0's short waits must each end on time.
+      Request request =
+          comm.allReduceAsync(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+      for (int i = 0; i < 3; ++i) {
+        const auto start = Clock::now();
+        try {
+          request.wait(Deadline::after(0.1));
+          ADD_FAILURE() << "wait " << i << " returned before the peer joined";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+        }
+        const double took = std::chrono::duration<double>(Clock::now() - start).count();
+        EXPECT_LT(took, 0.6) << "wait " << i << " overran its 0.1 s deadline";
+      }
+      request.wait();  // the op itself goes on and completes once the peer joins
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      comm.allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+    }
+    EXPECT_EQ(buf[0], 2.0f);
+    EXPECT_EQ(buf.back(), 2.0f);
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+}
+
 TEST(Async, AbortFromAnotherThreadEndsQueuedAndRunningOps) {
   constexpr int kRanks = 2;
   Options options;
