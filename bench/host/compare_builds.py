@@ -12,7 +12,7 @@ Used for the redesign's before/after figures (bench/RESULTS.md).
 import argparse, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_mpi import human, median_rows, run_once  # noqa: E402  (one way to run a bench)
+from compare_mpi import human, median_rows, report, run_once  # noqa: E402  (one way to run a bench)
 
 
 def main():
@@ -45,11 +45,7 @@ def main():
     for (size, ta, _, ma, _), (_, tb, _, mb, _) in zip(a, b):
         lines.append(f"| {human(size)} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | {ma / ta:.2f} | "
                      f"{mb / tb:.2f} |")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write(text + "\n\n")
+    report("\n".join(lines), args.out)
 
 
 if __name__ == "__main__":

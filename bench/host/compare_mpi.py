@@ -55,6 +55,13 @@ def median_rows(runs):
                      med("baseline", "time_us"), med("baseline", "busbw")))
     return rows
 
+def report(text, out):
+    """Prints a result table, and appends it to `out` when given."""
+    print(text)
+    if out:
+        with open(out, "a") as f:
+            f.write(text + "\n\n")
+
 def human(n):
     for unit, s in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= s and n % s == 0:
@@ -91,11 +98,7 @@ def main():
         bound_us = (2 * size * n) / (gbps * 1e9) * 1e6
         lines.append(f"| {human(size)} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
                      f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
-    text = "\n".join(lines)
-    print(text)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write(text + "\n\n")
+    report("\n".join(lines), args.out)
 
 if __name__ == "__main__":
     main()
