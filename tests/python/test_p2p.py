@@ -3,8 +3,8 @@ irecv before the isend (its usual order, which hung while braid ran ops one at a
 it, small tensors and 16 MiB ones (more than a channel holds), several ops to the peer in one
 batch, and plain isend/irecv both posted before either wait. Every element is checked.
 
-    /usr/bin/python3 tests/torch/test_p2p.py                 (PYTHONPATH=build/python)
-    $(tools/torch2-env) tests/torch/test_p2p.py              (PYTHONPATH=build/python-torch2)
+    /usr/bin/python3 tests/python/test_p2p.py                 (PYTHONPATH=build/python)
+    $(tools/torch2-env) tests/python/test_p2p.py              (PYTHONPATH=build/python-torch2)
 """
 import os
 import sys

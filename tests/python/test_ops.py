@@ -4,8 +4,8 @@ device check; under PyTorch 2.x also the registration (extended API, "cpu" and "
 coalescing manager's fast paths (allgather_into_tensor_coalesced,
 reduce_scatter_tensor_coalesced), _abort_process_group and destroy_process_group's shutdown.
 
-    /usr/bin/python3 tests/torch/test_ops.py --world 3          (PYTHONPATH=build/python)
-    $(tools/torch2-env) tests/torch/test_ops.py --world 3       (PYTHONPATH=build/python-torch2)
+    /usr/bin/python3 tests/python/test_ops.py --world 3          (PYTHONPATH=build/python)
+    $(tools/torch2-env) tests/python/test_ops.py --world 3       (PYTHONPATH=build/python-torch2)
 """
 import argparse
 import os

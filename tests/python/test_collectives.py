@@ -1,8 +1,8 @@
 """braid_torch collectives against Gloo in the same world: every supported op and dtype, async
 handles and futures, non-contiguous tensors, unsupported ops and a shape mismatch.
 
-    /usr/bin/python3 tests/torch/test_collectives.py --world 2   (PYTHONPATH=build/python)
-    $(tools/torch2-env) tests/torch/test_collectives.py --world 2   (PYTHONPATH=build/python-torch2)
+    /usr/bin/python3 tests/python/test_collectives.py --world 2   (PYTHONPATH=build/python)
+    $(tools/torch2-env) tests/python/test_collectives.py --world 2   (PYTHONPATH=build/python-torch2)
 """
 import argparse
 import warnings
