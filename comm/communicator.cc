@@ -20,7 +20,25 @@ using comm::shapeOf;
 }  // namespace
 
 CommState::CommState(int r, int n, const ResolvedOptions& o)
-    : rank(r), size(n), options(o), numbering(n) {}
+    : rank(r), size(n), options(o), medium(std::make_unique<comm::HostMedium>(r)), numbering(n) {}
+
+std::shared_ptr<CommState> CommState::make(int rank, int size, const ResolvedOptions& options,
+                                           std::unique_ptr<comm::Medium> medium) {
+  auto state = std::make_shared<CommState>(rank, size, options);
+  state->self = state;
+  if (medium) {
+    state->medium = std::move(medium);
+    state->callersRun = state->medium->callersRun();
+  }
+  return state;
+}
+
+void CommState::start(std::unique_ptr<transport::Endpoint> connected,
+                      std::unique_ptr<comm::PieceEngine> pieces, bool oversubscribed) {
+  endpoint = std::move(connected);
+  executor =
+      std::make_unique<comm::Executor>(*endpoint, aborted, oversubscribed, std::move(pieces));
+}
 
 void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message) {
   {
@@ -30,6 +48,7 @@ void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message)
     op.message = std::move(message);
   }
   op.doneCv.notify_all();
+  if (op.ticket != 0) medium->finished(op.ticket);
 }
 
 CommState::~CommState() {
@@ -73,18 +92,15 @@ comm::TunerConfig CommState::tunerConfig() const {
 OpDesc CommState::issue(OpDesc d) {
   size_t inBytes, outBytes;
   comm::validateOp(d, rank, size, &inBytes, &outBytes);
-  if (d.count > 0) {
-    const char* name = collectiveName(d.coll);
-    BRAID_ENFORCE(!comm::readsInput(d, rank) || d.input != nullptr, ErrorCode::kInvalidUsage,
-                  "rank {}: {} of {} x {}: the send buffer is null", rank, name, d.count,
-                  dataTypeName(d.dtype));
-    BRAID_ENFORCE(!comm::writesOutput(d, rank) || d.output != nullptr, ErrorCode::kInvalidUsage,
-                  "rank {}: {} of {} x {}: the receive buffer is null", rank, name, d.count,
-                  dataTypeName(d.dtype));
-    comm::requireNoOverlap(d, rank, inBytes, outBytes);
-  }
+  if (d.count > 0) medium->checkBuffers(d, inBytes, outBytes);
   // Numbered in the order ops will execute (the caller holds queueMutex).
-  ++*numbering.number(d);
+  uint64_t* counter = numbering.number(d);
+  if (d.count > 0 && medium->planAtCall()) {
+    // Only for its errors (a forced algorithm that cannot run this call): execute plans again.
+    comm::planOp(d, rank, size, tunerConfig(), options.slotBytes, options.timeoutSeconds,
+                 options.streamBytes);
+  }
+  ++*counter;
   return d;
 }
 
@@ -99,7 +115,7 @@ std::shared_ptr<const comm::RankProgram> CommState::program(const comm::Schedule
   return built;
 }
 
-void CommState::execute(const OpDesc& d) {
+void CommState::execute(const OpDesc& d, uint64_t ticket) {
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (broken) throw *broken;
@@ -109,6 +125,14 @@ void CommState::execute(const OpDesc& d) {
          collectiveName(d.coll));
   }
   if (d.count == 0 && d.coll != Collective::kBarrier) return;
+  if (ticket != 0) {
+    try {
+      medium->beforeRun(ticket, aborted);
+    } catch (const Error& e) {
+      breakOn(e);
+      throw;
+    }
+  }
 
   comm::Plan plan = comm::planOp(d, rank, size, tunerConfig(), options.slotBytes,
                                  options.timeoutSeconds, options.streamBytes);
@@ -118,8 +142,8 @@ void CommState::execute(const OpDesc& d) {
     comm::ScheduleSpec& spec = plan.spec;
     spec.nodeOf = nodeOf;
     if (d.coll == Collective::kBarrier) {
-      args.input = &barrierIn;
-      args.output = &barrierOut;
+      args.input = medium->scratchIn();
+      args.output = medium->scratchOut();
     } else {
       BRAID_ENFORCE(comm::channelsUsed(spec.family, spec.lanes) <= endpoint->channels(),
                     ErrorCode::kInvalidUsage,
@@ -144,8 +168,8 @@ void CommState::execute(const OpDesc& d) {
       fin.elemsPerPiece = options.slotBytes;
       fin.nodeOf = nodeOf;
       comm::ExecArgs finArgs = args;
-      finArgs.input = &barrierIn;
-      finArgs.output = &barrierOut;
+      finArgs.input = medium->scratchIn();
+      finArgs.output = medium->scratchOut();
       finArgs.dtype = DataType::kUint8;
       finArgs.op = RedOp::kMax;
       finArgs.elemsPerPiece = options.slotBytes;
@@ -203,7 +227,7 @@ void CommState::runBlocking(const OpDesc& desc) {
 
 void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
   try {
-    execute(op->desc);
+    execute(op->desc, op->ticket);
     completeOp(*op, ErrorCode::kOk, "");
   } catch (const Error& e) {
     completeOp(*op, e.code(), e.what());
@@ -215,7 +239,7 @@ void CommState::runQueued(const std::shared_ptr<Request::Op>& op) {
 
 void CommState::runFront(std::unique_lock<std::mutex>& lock, const Request::Op* forOp) {
   busy = true;
-  if (openGroup != nullptr || isPointToPoint(queue.front()->desc.coll)) {
+  if (openGroup != nullptr || (callersRun && isPointToPoint(queue.front()->desc.coll))) {
     runP2pGroup(lock, forOp);
   } else {
     auto op = queue.front();
@@ -237,11 +261,13 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
   // when it was submitted). A caller whose deadline comes sooner must get control back at its
   // deadline, so it runs nothing itself: the progress thread runs the queue and this caller only
   // waits, until its deadline.
+  // Nor does it where callers never run ops (Medium::callersRun).
   const bool mayRun =
-      deadline.when() == Clock::time_point::max() ||
-      deadline.when() >=
-          target->submitted + std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(target->timeoutSeconds));
+      callersRun &&
+      (deadline.when() == Clock::time_point::max() ||
+       deadline.when() >=
+           target->submitted + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(target->timeoutSeconds)));
   std::unique_lock<std::mutex> lock(queueMutex);
   if (!mayRun) {
     wakeWorkerLocked();
@@ -268,17 +294,50 @@ Request CommState::submit(const OpDesc& desc) {
   return Request(enqueueLocked(d));
 }
 
+void CommState::submitTicketed(const OpDesc& desc, const std::function<uint64_t()>& admit) {
+  std::optional<Error> failure;
+  {
+    std::unique_lock<std::mutex> lock(queueMutex);
+    {
+      std::lock_guard<std::mutex> errorLock(errorMutex);
+      if (brokenLocked()) throw *broken;
+    }
+    if (aborted.load()) {
+      fail(ErrorCode::kAborted, "rank {}: {}: the communicator was aborted", rank,
+           collectiveName(desc.coll));
+    }
+    const OpDesc d = issue(desc);
+    if (d.count == 0) return;  // moves nothing
+    try {
+      enqueueLocked(d, /*forProgressThread=*/true, admit());
+      return;
+    } catch (const Error& e) {
+      failure = e;  // numbered but never queued: the communicator cannot go on
+    }
+  }
+  breakOn(*failure);
+  throw *failure;
+}
+
+const std::optional<Error>& CommState::brokenLocked() {
+  if (!broken) broken = medium->failureOutsideOps();
+  return broken;
+}
+
 void CommState::wakeWorkerLocked() {
   if (!worker.joinable()) {
     worker = std::thread([this] { workerLoop(); });
-  } else if (workerParked) {
-    workerCv.notify_one();  // only a parked thread needs the (costly) wake-up
+  } else if (workerParked || !callersRun) {
+    // Only a parked thread needs the (costly) wake-up, unless the progress thread runs every op.
+    workerCv.notify_one();
   }
 }
 
-std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forProgressThread) {
+std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forProgressThread,
+                                                      uint64_t ticket) {
   auto op = std::make_shared<Request::Op>();
   op->desc = d;
+  op->ticket = ticket;
   op->timeoutSeconds = options.timeoutSeconds;
   op->state = self;
   op->submitted = Clock::now();
@@ -294,14 +353,17 @@ void CommState::workerLoop() {
   // grace period, because a caller that submits and then waits runs it cheaper itself. While ops
   // come and go it polls every millisecond instead of being woken per submit (a wake-up costs
   // the submitting thread tens of microseconds here); after kPark of quiet it parks and the next
-  // submit wakes it.
-  constexpr auto kGrace = std::chrono::microseconds(100);
+  // submit wakes it. Where callers never run ops (the device), every submit wakes it, it runs ops
+  // at once and stays at normal priority.
+  const auto grace = callersRun ? std::chrono::microseconds(100) : std::chrono::microseconds(0);
   constexpr auto kRecheck = std::chrono::milliseconds(1);
   constexpr auto kPark = std::chrono::milliseconds(50);
   // SCHED_IDLE while it only watches the queue: its polls never preempt the caller's thread, which
   // usually shares its core (mpirun binds a rank to one) and runs ops itself when it waits.
+  medium->progressThreadStarted();
   sched_param param{};
-  sched_setscheduler(0, SCHED_IDLE, &param);
+  const int idlePolicy = callersRun ? SCHED_IDLE : SCHED_OTHER;
+  sched_setscheduler(0, idlePolicy, &param);
   std::unique_lock<std::mutex> lock(queueMutex);
   auto lastWork = Clock::now();
   while (!stopping) {
@@ -323,7 +385,7 @@ void CommState::workerLoop() {
       continue;
     }
     // A paused group: its waiter may be back in a moment (then it runs the group itself).
-    const auto due = (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + kGrace;
+    const auto due = (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + grace;
     if (now < due) {
       workerCv.wait_until(lock, due);
       continue;
@@ -332,7 +394,7 @@ void CommState::workerLoop() {
     // peers (and maybe a thread of ours that then waits for it) wait.
     sched_setscheduler(0, SCHED_OTHER, &param);
     runFront(lock);
-    sched_setscheduler(0, SCHED_IDLE, &param);
+    sched_setscheduler(0, idlePolicy, &param);
   }
 }
 

@@ -53,8 +53,7 @@ std::shared_ptr<CommState> makeState(std::shared_ptr<Store> store, int rank, int
                                      const Options& options) {
   BRAID_ENFORCE(size >= 1 && rank >= 0 && rank < size, ErrorCode::kInvalidUsage,
                 "rank {} is outside 0..{} (world size {})", rank, size - 1, size);
-  auto state = std::make_shared<CommState>(rank, size, resolveOptions(options));
-  state->self = state;
+  auto state = CommState::make(rank, size, resolveOptions(options));
   state->store = std::move(store);
   return state;
 }

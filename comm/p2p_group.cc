@@ -12,7 +12,7 @@ void P2pGroup::take(std::vector<LaneRun>* lanes) {
     CommState::OpPtr op = std::move(state_.queue.front());
     state_.queue.pop_front();
     if (op->desc.count == 0) {
-      CommState::completeOp(*op, ErrorCode::kOk, "");
+      state_.completeOp(*op, ErrorCode::kOk, "");
       continue;
     }
     Member& m = members_.emplace_back();
@@ -36,7 +36,7 @@ void P2pGroup::finished(size_t index) {
   Member& m = members_[index - firstIndex_];
   m.done = true;
   if (m.op.get() == pauseFor_) pause_ = true;
-  CommState::completeOp(*m.op, ErrorCode::kOk, "");
+  state_.completeOp(*m.op, ErrorCode::kOk, "");
   while (!members_.empty() && members_.front().done) {  // the runner is done with their plans
     members_.pop_front();
     ++firstIndex_;
@@ -51,7 +51,7 @@ void P2pGroup::failUnfinished(ErrorCode code, const std::string& message) {
   for (Member& m : members_) {
     if (m.done) continue;
     m.done = true;
-    CommState::completeOp(*m.op, code, message);
+    state_.completeOp(*m.op, code, message);
   }
 }
 

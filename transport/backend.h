@@ -1,4 +1,5 @@
-// What a transport backend is (shm, tcp, ucx): internal to transport/ (users see transport.h).
+// What a transport backend is (cuda_ipc, shm, ucx, tcp): internal to transport/ (users see
+// transport.h).
 //
 // A Backend is one mechanism that can carry a peer's channels. It says whether this build has
 // it, whether it can reach a peer from here, and opens its share of an Endpoint: a
@@ -63,12 +64,15 @@ struct HostInfo {
   std::string host;  ///< host key: equal for ranks that share memory (comm's host fingerprint)
 };
 
-/// One mechanism for host-memory channels.
+/// One mechanism for channels.
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Kind kind() const = 0;
   const char* name() const { return kindName(kind()); }
+  /// True: its slots are device memory on EndpointConfig::device (cuda_ipc), for the device
+  /// communicator's endpoints; false: host memory. One endpoint never mixes the two.
+  virtual bool deviceMemory() const { return false; }
   /// Whether this build can connect peers of this kind; when not, *why (if given) receives a
   /// one-line reason that says what to install.
   virtual bool available(std::string* why) const = 0;
@@ -80,34 +84,58 @@ class Backend {
 };
 
 /// A backend this build always has when its folder is compiled: open() makes a Part (its
-/// BackendEndpoint constructed from (config, kv)); `sameHostOnly` for shared memory.
+/// BackendEndpoint constructed from (config, kv)); `sameHostOnly` for shared memory and CUDA IPC.
 template <class Part>
 class BuiltBackend final : public Backend {
  public:
-  BuiltBackend(Kind kind, bool sameHostOnly) : kind_(kind), sameHostOnly_(sameHostOnly) {}
+  BuiltBackend(Kind kind, bool sameHostOnly, bool deviceMemory = false)
+      : kind_(kind), sameHostOnly_(sameHostOnly), deviceMemory_(deviceMemory) {}
   Kind kind() const override { return kind_; }
+  bool deviceMemory() const override { return deviceMemory_; }
   bool available(std::string*) const override { return true; }
   bool canReach(const HostInfo& local, const HostInfo& peer) const override {
     return !sameHostOnly_ || local.host == peer.host;
   }
-  std::unique_ptr<BackendEndpoint> open(const EndpointConfig& config,
-                                        KeyValue& kv) const override {
+  std::unique_ptr<BackendEndpoint> open(const EndpointConfig& config, KeyValue& kv) const override {
     return std::make_unique<Part>(config, kv);
   }
 
  private:
   Kind kind_;
   bool sameHostOnly_;
+  bool deviceMemory_;
 };
 
-/// Every host-memory backend, best first (shm > ucx > tcp), including those this build lacks
-/// (available() says why). cuda_ipc (device slots) is not one: it is its own endpoint.
+/// The stand-in of a backend this build lacks (its folder's missing.cc): listed, never
+/// available, and `why` says what to install.
+class MissingBackend final : public Backend {
+ public:
+  MissingBackend(Kind kind, bool deviceMemory, std::string why)
+      : kind_(kind), deviceMemory_(deviceMemory), why_(std::move(why)) {}
+  Kind kind() const override { return kind_; }
+  bool deviceMemory() const override { return deviceMemory_; }
+  bool available(std::string* why) const override {
+    if (why != nullptr) *why = why_;
+    return false;
+  }
+  bool canReach(const HostInfo&, const HostInfo&) const override { return false; }
+  std::unique_ptr<BackendEndpoint> open(const EndpointConfig& config, KeyValue&) const override;
+
+ private:
+  Kind kind_;
+  bool deviceMemory_;
+  std::string why_;
+};
+
+/// Every backend, best first (cuda_ipc > shm > ucx > tcp), including those this build lacks
+/// (available() says why).
 const std::vector<const Backend*>& backends();
-/// The backend of `kind`, or nullptr (kSelf, kCudaIpc).
+/// The backend of `kind`, or nullptr (kSelf).
 const Backend* findBackend(Kind kind);
 
-// The backends, each defined in its folder (transport/ucx/missing.cc stands in for ucx where the
-// build has no UCX).
+// The backends, each defined in its folder's backend.cc (its missing.cc stands in where the
+// build lacks what it needs: UCX, CUDA).
+const Backend& cudaIpcBackend();
 const Backend& shmBackend();
 const Backend& tcpBackend();
 const Backend& ucxBackend();

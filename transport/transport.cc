@@ -1,8 +1,10 @@
-// connect(): the composite endpoint that puts the backends' peers (transport/backend.h: shm,
-// ucx, tcp) behind one Endpoint and one doorbell (in this rank's shm inbox when it has one, else
-// a private word the tcp and ucx progress threads ring); the backend registry and the choice of
-// a backend per peer.
+// connect(): the composite endpoint that puts the backends' peers (transport/backend.h: cuda_ipc,
+// shm, ucx, tcp) behind one Endpoint and one doorbell (the one a backend's peers ring directly:
+// this rank's shm inbox or cuda_ipc control record, else a private word the tcp and ucx progress
+// threads ring); the backend registry and the choice of a backend per peer.
 #include "transport/transport.h"
+
+#include <fmt/format.h>
 
 #include <atomic>
 
@@ -13,7 +15,8 @@
 namespace braid::transport {
 
 const std::vector<const Backend*>& backends() {
-  static const std::vector<const Backend*> all = {&shmBackend(), &ucxBackend(), &tcpBackend()};
+  static const std::vector<const Backend*> all = {&cudaIpcBackend(), &shmBackend(), &ucxBackend(),
+                                                  &tcpBackend()};
   return all;
 }
 
@@ -55,11 +58,20 @@ bool kindAvailable(Kind kind, std::string* why) {
   return backend == nullptr || backend->available(why);
 }
 
+std::unique_ptr<BackendEndpoint> MissingBackend::open(const EndpointConfig& config,
+                                                      KeyValue&) const {
+  fail(ErrorCode::kInvalidUsage, "rank {}: transport connect: {}", config.rank, why_);
+}
+
 std::string checkForcedKind(const std::string& name) {
   if (name.empty() || name == "auto") return "";
   Kind kind;
   BRAID_ENFORCE(parseKind(name, &kind), ErrorCode::kInvalidUsage,
                 "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
+                name);
+  BRAID_ENFORCE(!findBackend(kind)->deviceMemory(), ErrorCode::kInvalidUsage,
+                "transport '{}' (BRAID_TRANSPORT / --transport) carries device buffers only (the "
+                "device communicator uses it by itself): choose shm, tcp or ucx",
                 name);
   std::string why;
   BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
@@ -68,11 +80,14 @@ std::string checkForcedKind(const std::string& name) {
 }
 
 std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
-                              const std::string& forced) {
+                              const std::string& forced, bool deviceMemory) {
   const int size = static_cast<int>(hosts.size());
   BRAID_ENFORCE(rank >= 0 && rank < size, ErrorCode::kInvalidUsage,
                 "transport: rank {} outside a world of size {}", rank, size);
   const Backend* force = nullptr;
+  BRAID_ENFORCE(!deviceMemory || forced.empty() || forced == "auto", ErrorCode::kInvalidUsage,
+                "rank {}: transport '{}' forced for device buffers: they take cuda_ipc", rank,
+                forced);
   if (!checkForcedKind(forced).empty()) {
     Kind kind;
     parseKind(forced, &kind);
@@ -91,16 +106,24 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
       kinds[q] = force->kind();
       continue;
     }
-    // Best first: shm on one host; between hosts ucx when this build has it, else tcp.
+    // Best first: shm on one host; between hosts ucx when this build has it, else tcp. Device
+    // buffers: cuda_ipc on one host.
     const Backend* best = nullptr;
+    std::string lacking;
     for (const Backend* backend : backends()) {
-      if (backend->available(nullptr) && backend->canReach(local, peer)) {
+      if (backend->deviceMemory() != deviceMemory) continue;
+      std::string why;
+      if (!backend->available(&why)) {
+        lacking += fmt::format("; {}: {}", backend->name(), why);
+      } else if (backend->canReach(local, peer)) {
         best = backend;
         break;
       }
     }
     BRAID_ENFORCE(best != nullptr, ErrorCode::kInvalidUsage,
-                  "rank {}: no transport reaches peer rank {} (host {})", rank, q, peer.host);
+                  "rank {}: no transport for {} reaches peer rank {} (host {}, this rank's {}){}",
+                  rank, deviceMemory ? "device buffers" : "host buffers", q, peer.host, local.host,
+                  lacking);
     kinds[q] = best->kind();
   }
   return kinds;
@@ -114,6 +137,7 @@ void validate(const EndpointConfig& c) {
   BRAID_ENFORCE(static_cast<int>(c.peerKinds.size()) == c.size, ErrorCode::kInvalidUsage,
                 "rank {}: transport connect: {} peer kinds for a world of size {}", c.rank,
                 c.peerKinds.size(), c.size);
+  const Backend* first = nullptr;  // of the first peer: every other's memory must be the same
   for (int p = 0; p < c.size; ++p) {
     Kind kind = c.peerKinds[p];
     if (p == c.rank) {
@@ -128,6 +152,16 @@ void validate(const EndpointConfig& c) {
       BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
                     "rank {}: transport connect: peer rank {} has kind {}, but {}", c.rank, p,
                     kindName(kind), why);
+      const Backend* backend = findBackend(kind);
+      if (first == nullptr) first = backend;
+      BRAID_ENFORCE(backend->deviceMemory() == first->deviceMemory(), ErrorCode::kInvalidUsage,
+                    "rank {}: transport connect: peer rank {} has kind {} and another {}: one "
+                    "endpoint carries device or host buffers, not both",
+                    c.rank, p, kindName(kind), first->name());
+      BRAID_ENFORCE(!backend->deviceMemory() || c.device >= 0, ErrorCode::kInvalidUsage,
+                    "rank {}: transport connect: peer rank {} has kind {}, which needs a CUDA "
+                    "device (EndpointConfig::device is {})",
+                    c.rank, p, kindName(kind), c.device);
     }
   }
   BRAID_ENFORCE(
@@ -164,12 +198,13 @@ class CompositeEndpoint final : public Endpoint {
       for (int p = 0; p < c.size; ++p) used |= c.peerKinds[p] == backend->kind();
       if (!used) continue;
       parts_.push_back(backend->open(c, kv));
-      if (Doorbell* own = parts_.back()->ownDoorbell()) doorbell_ = own;
     }
+    for (auto& part : parts_) part->connectPeers(kv, deadline);
+    // A doorbell peers ring directly exists once connected (cuda_ipc's is in rank 0's segment).
     for (auto& part : parts_) {
-      part->connectPeers(kv, deadline);
-      part->start(doorbell_);
+      if (Doorbell* own = part->ownDoorbell()) doorbell_ = own;
     }
+    for (auto& part : parts_) part->start(doorbell_);
     for (auto& part : parts_) {
       for (int p = 0; p < c.size; ++p) {
         if (p == c.rank || c.peerKinds[p] != part->kind()) continue;
@@ -181,12 +216,15 @@ class CompositeEndpoint final : public Endpoint {
         }
       }
     }
-    int counts[4] = {0, 0, 0, 0};
-    for (int p = 0; p < c.size; ++p) ++counts[static_cast<int>(c.peerKinds[p])];
+    std::string peers;
+    for (const Backend* backend : backends()) {
+      int n = 0;
+      for (int p = 0; p < c.size; ++p) n += c.peerKinds[p] == backend->kind();
+      if (n > 0) peers += fmt::format("{}{} {}", peers.empty() ? "" : ", ", n, backend->name());
+    }
     BRAID_INFO(
-        "rank {}: transport connected ({} ranks: {} shm, {} tcp, {} ucx peers; {} channels x {} "
-        "slots x {} bytes)",
-        c.rank, c.size, counts[1], counts[2], counts[3], c.channels, c.slots, c.slotBytes);
+        "rank {}: transport connected ({} ranks: {} peers; {} channels x {} slots x {} bytes)",
+        c.rank, c.size, peers.empty() ? "no" : peers, c.channels, c.slots, c.slotBytes);
   }
 
   int rank() const override { return config_.rank; }
@@ -244,7 +282,7 @@ class CompositeEndpoint final : public Endpoint {
   EndpointConfig config_;
   Doorbell privateDoorbell_;
   Doorbell* doorbell_ = &privateDoorbell_;
-  std::vector<std::unique_ptr<BackendEndpoint>> parts_;  // registry order: shm, ucx, tcp
+  std::vector<std::unique_ptr<BackendEndpoint>> parts_;  // registry order
   std::vector<BackendEndpoint*> byPeer_;                 // nullptr for self
   std::vector<SendChannel*> sends_;
   std::vector<RecvChannel*> recvs_;

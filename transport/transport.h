@@ -39,24 +39,26 @@ enum class Kind : uint8_t {
   kCudaIpc = 4,  ///< device slots over CUDA IPC (transport/cuda_ipc, device collectives only)
 };
 const char* kindName(Kind kind);
-/// Parses "shm" / "tcp" / "ucx"; false on an unknown name. A known name may still be unavailable
-/// in this build: see kindAvailable().
+/// Parses a backend's name ("shm", "tcp", "ucx", "cuda_ipc"); false on an unknown name. A known
+/// name may still be unavailable in this build: see kindAvailable().
 bool parseKind(const std::string& name, Kind* out);
 /// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time). When not,
 /// *why (if given) receives a one-line reason.
 bool kindAvailable(Kind kind, std::string* why = nullptr);
 /// Checks a BRAID_TRANSPORT / --transport value: "" and "auto" give "" (the best kind per peer);
-/// an available kind's name is returned as is; anything else is kInvalidUsage ("unknown transport
-/// 'x' ...: choose shm, tcp or ucx", or "transport 'ucx' ... is not available: <why>").
+/// an available host-memory kind's name is returned as is; anything else is kInvalidUsage
+/// ("unknown transport 'x' ...: choose shm, tcp or ucx", "transport 'ucx' ... is not available:
+/// <why>", or that cuda_ipc carries device buffers only).
 std::string checkForcedKind(const std::string& name);
 /// The kind of each of `rank`'s peers (kSelf for itself), given every rank's host key (equal
 /// for ranks that share memory). `forced` empty: the best backend that is available and reaches
 /// the peer (shm on one host; between hosts ucx when this build has it, else tcp); "auto" too.
 /// Else a kind name (BRAID_TRANSPORT, checked as checkForcedKind does) for every peer:
 /// kInvalidUsage when that kind cannot reach a peer (shm to another host), naming the peer and
-/// both hosts.
+/// both hosts. `deviceMemory`: among the backends whose slots are device memory (cuda_ipc, which
+/// reaches the ranks of one host; `forced` must then be empty), for a device communicator.
 std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
-                              const std::string& forced);
+                              const std::string& forced, bool deviceMemory = false);
 
 /// The fixed-size header every message carries; opaque to the transport (comm encodes it).
 struct MessageMeta {
@@ -100,6 +102,7 @@ struct EndpointConfig {
   std::string secret;            ///< per-job secret; tcp handshakes must present it
   std::string advertiseAddress;  ///< IPv4 address other hosts reach this rank at (tcp)
   double timeoutSeconds = 60;    ///< for the connection phase
+  int device = -1;  ///< CUDA device ordinal of a device-memory endpoint (cuda_ipc peers); else -1
 };
 
 /// The rendezvous transports need (comm's bootstrap store implements it).

@@ -4,6 +4,7 @@
 #      collectives for every collective x dtype x op x algorithm, 1..8 ranks on one GPU as threads
 #      and as processes, in place and out of place, odd counts; errors and stream ordering;
 #      once with the driver stream wait (cuStreamWaitValue32) and once with the wait kernel;
+#      the transport conformance suite over cuda_ipc;
 #   2. compute-sanitizer (memcheck, racecheck) over small all-reduces;
 #   3. the reduce-copy kernel's GB/s vs cudaMemcpy D2D at 256 MiB float32 and bfloat16;
 #   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU.
@@ -19,7 +20,7 @@ failed=()
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON >"$OUT/configure.log" 2>&1 ||
   { echo "configure failed (see $OUT/configure.log)"; exit 1; }
 cmake --build "$BUILD" -j"$JOBS" --target cuda_cpu_test cuda_gpu_test cuda_proc_test \
-  gpu_kernels_bench all_reduce_perf braidrun >"$OUT/build.log" 2>&1 ||
+  conformance_test gpu_kernels_bench all_reduce_perf braidrun >"$OUT/build.log" 2>&1 ||
   { echo "build failed (see $OUT/build.log)"; tail -30 "$OUT/build.log"; exit 1; }
 nvidia-smi >"$OUT/nvidia-smi.log" 2>&1 || true
 
@@ -42,8 +43,13 @@ check_status ctest-driver-wait env BRAID_CUDA_WAIT=auto \
   ctest --test-dir "$BUILD" -L cuda --output-on-failure --timeout 900
 check_status ctest-kernel-wait env BRAID_CUDA_WAIT=kernel \
   ctest --test-dir "$BUILD" -L cuda -R 'DeviceThreads|DeviceProcesses' --output-on-failure --timeout 900
+# The transport conformance suite over cuda_ipc (device slots; threads and forked ranks).
+check_status ctest-conformance-cuda-ipc \
+  ctest --test-dir "$BUILD" -R 'cuda_ipc' --output-on-failure --timeout 600
 # No test may have skipped on a GPU machine.
-if grep -q "Skipped\|SKIPPED" "$OUT/ctest-driver-wait.log"; then failed+=("tests skipped on a GPU"); fi
+if grep -q "Skipped\|SKIPPED" "$OUT/ctest-driver-wait.log" "$OUT/ctest-conformance-cuda-ipc.log"; then
+  failed+=("tests skipped on a GPU")
+fi
 
 # 2. compute-sanitizer over small all-reduces (threads: raw pointers; processes: IPC handles).
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

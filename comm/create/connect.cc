@@ -1,6 +1,7 @@
 // Creation step 3: connects the transport endpoint as planned, makes the executor over it and
 // lets go of the store.
 #include "comm/detail/create.h"
+#include "comm/exec/host_pieces.h"
 #include "common/log.h"
 
 namespace braid::create {
@@ -23,9 +24,8 @@ class StoreKeyValue final : public transport::KeyValue {
 
 void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   StoreKeyValue kv(*state.store);
-  state.endpoint = transport::connect(plan.config, kv);
-  state.executor =
-      std::make_unique<comm::HostExecutor>(*state.endpoint, state.aborted, plan.oversubscribed);
+  state.start(transport::connect(plan.config, kv), std::make_unique<comm::HostPieces>(),
+              plan.oversubscribed);
   leaveRendezvous(state);
   const int rank = state.rank;
   BRAID_INFO(

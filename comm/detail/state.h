@@ -1,10 +1,12 @@
-// The inside of a Communicator: endpoint, executor, sequence numbers, the op queue and its
-// progress thread, and the broken/aborted state. Internal to comm/.
+// The inside of a communicator, host or device: endpoint, executor, sequence numbers, the op queue
+// and its progress thread, and the broken/aborted state. What differs between host and device
+// memory is the Medium (comm/detail/medium.h). Internal to comm/.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,9 +17,10 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
+#include "comm/detail/medium.h"
 #include "comm/detail/op_plan.h"
 #include "comm/detail/tuner.h"
-#include "comm/exec/host_executor.h"
+#include "comm/engine/executor.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -37,6 +40,7 @@ struct Request::Op {
   double timeoutSeconds = 60;
   std::weak_ptr<CommState> state;  // lets wait() run the op inline instead of a thread hand-off
   Clock::time_point submitted;
+  uint64_t ticket = 0;  ///< the medium's number for it (Medium::beforeRun, finished); 0: none
   std::mutex mutex;
   std::condition_variable doneCv;
   bool done = false;
@@ -72,6 +76,13 @@ void closeRendezvous(CommState& state, bool connected);
 struct CommState {
   CommState(int rank, int size, const ResolvedOptions& options);
   ~CommState();
+  /// A state that knows itself (self), on the host medium unless `medium` is given.
+  static std::shared_ptr<CommState> make(int rank, int size, const ResolvedOptions& options,
+                                         std::unique_ptr<comm::Medium> medium = nullptr);
+  /// Takes the connected endpoint and makes the executor over it with `pieces` (the medium's
+  /// piece engine). `oversubscribed`: ranks on this host outnumber their cores (waits yield).
+  void start(std::unique_ptr<transport::Endpoint> connected,
+             std::unique_ptr<comm::PieceEngine> pieces, bool oversubscribed);
 
   using Op = Request::Op;
   using OpPtr = std::shared_ptr<Op>;
@@ -82,7 +93,10 @@ struct CommState {
   std::unique_ptr<bootstrap::StoreServer> server;  // the rendezvous, when this rank hosts it
   std::shared_ptr<bootstrap::Store> store;
   std::unique_ptr<transport::Endpoint> endpoint;
-  std::unique_ptr<comm::HostExecutor> executor;
+  /// Host memory unless the device communicator installs its own (setMedium) before any call.
+  std::unique_ptr<comm::Medium> medium;
+  bool callersRun = true;  ///< medium->callersRun(), read on every submit
+  std::unique_ptr<comm::Executor> executor;
   /// Node index per rank: ranks with the same host key share a node, numbered densely in order of
   /// their lowest rank. Passed to every schedule (the hierarchical one groups by it).
   std::vector<int> nodeOf;
@@ -119,22 +133,30 @@ struct CommState {
   using ProgramKey = std::tuple<int, int, size_t, int, int, bool, size_t>;
   std::map<ProgramKey, std::shared_ptr<const comm::RankProgram>> programs;
 
-  uint8_t barrierIn = 0, barrierOut = 0;
-
   /// Validates and numbers a call (throws kInvalidUsage, touching nothing). Caller holds
   /// queueMutex, so numbering order is execution order.
   OpDesc issue(OpDesc desc);
   /// Queues a numbered op for the progress thread (caller holds queueMutex); with
   /// `forProgressThread` false the caller runs the queue's front itself at once.
-  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc, bool forProgressThread = true);
+  std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc, bool forProgressThread = true,
+                                             uint64_t ticket = 0);
   /// Starts the progress thread, or wakes it when parked. Caller holds queueMutex.
   void wakeWorkerLocked();
-  /// Runs a numbered op to completion on this thread.
-  void execute(const OpDesc& desc);
+  /// Runs a numbered op to completion on this thread (a queued one with its medium ticket).
+  void execute(const OpDesc& desc, uint64_t ticket = 0);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
   void runBlocking(const OpDesc& desc);
   /// Non-blocking entry.
   Request submit(const OpDesc& desc);
+  /// Entry where callers never wait on a Request (Medium::callersRun false; the device): checks,
+  /// plans and numbers the call, then `admit` (under queueMutex) orders the caller with the op and
+  /// returns its ticket, and the op is queued for the progress thread. Count 0 queues nothing.
+  /// Throws the communicator's failure, kAborted, issue()'s kInvalidUsage, or admit's error (which
+  /// breaks the communicator: the op was numbered but never queued).
+  void submitTicketed(const OpDesc& desc, const std::function<uint64_t()>& admit);
+  /// The first failure, or one the medium saw outside any op (which becomes it). Caller holds
+  /// errorMutex.
+  const std::optional<Error>& brokenLocked();
   void abort(const std::string& why);
   /// Completes every queued op with `cause` (the communicator broke) and empties the queue.
   void failQueued(const Error& cause);
@@ -156,8 +178,9 @@ struct CommState {
   /// After a run failed with `e` (not kInvalidUsage): marks the communicator broken, tells the
   /// peers, and fails every queued op.
   void breakOn(const Error& e);
-  /// Marks an op finished with `code` (kOk: success) and wakes whoever waits on it.
-  static void completeOp(Request::Op& op, ErrorCode code, std::string message);
+  /// Marks an op finished with `code` (kOk: success), tells the medium, and wakes whoever waits
+  /// on it.
+  void completeOp(Request::Op& op, ErrorCode code, std::string message);
   /// Runs one dequeued op and completes it (never throws).
   void runQueued(const std::shared_ptr<Request::Op>& op);
   std::weak_ptr<CommState> self;

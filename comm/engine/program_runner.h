@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "comm/exec/header.h"
+#include "comm/engine/header.h"
 #include "comm/schedule/schedule.h"
 #include "transport/transport.h"
 

@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
-#include "comm/exec/header.h"
-#include "comm/exec/host_executor.h"
+#include "comm/engine/executor.h"
+#include "comm/engine/header.h"
+#include "comm/exec/host_pieces.h"
 
 namespace braid::comm {
 namespace {
@@ -112,7 +114,7 @@ TEST(DepartedPeer, WhatItPostedBeforeLeavingIsStillReceived) {
   RecvRun r = recvFromPeer(10, 4);  // pieces of 4, 4 and 2
   DepartingPeerEndpoint ep({piece(0, 4), piece(4, 4), piece(8, 2)}, encodeHeader(r.args.header));
   std::atomic<bool> aborted{false};
-  HostExecutor exec(ep, aborted, false);
+  Executor exec(ep, aborted, false, std::make_unique<HostPieces>());
   exec.run(r.program, r.args);
   for (size_t i = 0; i < r.out.size(); ++i) EXPECT_EQ(r.out[i], float(i) + 0.5f) << "element " << i;
 }
@@ -121,7 +123,7 @@ TEST(DepartedPeer, WhatItNeverPostedFailsNamingIt) {
   RecvRun r = recvFromPeer(10, 4);
   DepartingPeerEndpoint ep({piece(0, 4)}, encodeHeader(r.args.header));  // 2 pieces missing
   std::atomic<bool> aborted{false};
-  HostExecutor exec(ep, aborted, false);
+  Executor exec(ep, aborted, false, std::make_unique<HostPieces>());
   try {
     exec.run(r.program, r.args);
     FAIL() << "the receive completed without the peer's last pieces";

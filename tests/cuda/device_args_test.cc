@@ -5,11 +5,12 @@
 #include <map>
 #include <string>
 
+#include "comm/detail/op_rules.h"
 #include "comm/device/gather_kv.h"
 #include "comm/device/op.h"
 #include "comm/device/pointer.h"
-#include "comm/exec/header.h"
-#include "comm/detail/op_rules.h"
+#include "comm/device/ticket_order.h"
+#include "comm/engine/header.h"
 
 namespace braid::comm::device {
 namespace {
@@ -130,7 +131,9 @@ TEST(DevicePlan, MatchesTheHostHeaderAndBuildsPrograms) {
     d.root = (c == Collective::kBroadcast || c == Collective::kReduce) ? 1 : -1;
     d.op = RedOp::kMax;
     d.seq = 7;
-    Plan p = planOp(d, 2, 4, tuner, 1 << 20, 5.0);
+    comm::Plan p = comm::planOp(d, 2, 4, tuner, 1 << 20, 5.0, /*streamBytes=*/SIZE_MAX);
+    EXPECT_FALSE(p.isP2p);
+    EXPECT_FALSE(p.args.streamOutput) << "device outputs are never streamed";
     EXPECT_EQ(p.args.header.seq, 7u);
     EXPECT_EQ(p.args.header.coll, c);
     EXPECT_EQ(p.args.header.count, 1001u);
@@ -140,16 +143,30 @@ TEST(DevicePlan, MatchesTheHostHeaderAndBuildsPrograms) {
     EXPECT_EQ(p.args.header.op, reduces(c) ? RedOp::kMax : RedOp::kSum);
     EXPECT_EQ(p.args.elemsPerPiece, (1u << 20) / 4);
     EXPECT_EQ(p.args.timeoutSeconds, 5.0);
-    EXPECT_FALSE(p.program.lanes.empty()) << collectiveName(c);
+    EXPECT_FALSE(buildProgram(p.spec, 2).lanes.empty()) << collectiveName(c);
   }
   DeviceOp s = allReduce(0x100000, 0, 5);
   s.coll = Collective::kRecv;
   s.root = 3;
-  Plan p = planOp(s, 2, 4, tuner, 1 << 20, 5.0);
+  comm::Plan p = comm::planOp(s, 2, 4, tuner, 1 << 20, 5.0, SIZE_MAX);
   EXPECT_EQ(p.args.header.coll, Collective::kSend) << "p2p headers say send on both sides";
-  ASSERT_EQ(p.program.lanes.size(), 1u);
-  EXPECT_EQ(p.program.lanes[0].steps[0].prim, Prim::kRecv);
-  EXPECT_EQ(p.program.lanes[0].steps[0].recvPeer, 3);
+  ASSERT_TRUE(p.isP2p);
+  ASSERT_EQ(p.p2p.lanes.size(), 1u);
+  EXPECT_EQ(p.p2p.lanes[0].steps[0].prim, Prim::kRecv);
+  EXPECT_EQ(p.p2p.lanes[0].steps[0].recvPeer, 3);
+}
+
+TEST(DeviceTickets, StreamsPassOnlyTicketsWhosePredecessorsFinished) {
+  InOrderTickets t;
+  EXPECT_EQ(t.finish(1), 1u);
+  // A failure ends the queued ops (3, 4) before the running one (2) reports.
+  EXPECT_EQ(t.finish(3), 1u) << "2 may still write its output";
+  EXPECT_EQ(t.finish(4), 1u);
+  EXPECT_EQ(t.finish(2), 4u);
+  EXPECT_EQ(t.finish(6), 4u);
+  EXPECT_EQ(t.finish(5), 6u);
+  EXPECT_EQ(t.done(), 6u);
+  EXPECT_EQ(t.finish(7), 7u);
 }
 
 TEST(DeviceRendezvous, PackUnpackRoundTripsAndRejectsGarbage) {

@@ -1,5 +1,5 @@
 // transport::chooseKinds: the backend per peer that comm asks for (BRAID_TRANSPORT forcing, else
-// shm > ucx > tcp), and the backend registry behind it.
+// shm > ucx > tcp; device buffers: cuda_ipc), and the backend registry behind it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -69,16 +69,49 @@ TEST(ChooseKinds, CheckForcedKind) {
   EXPECT_THROW(checkForcedKind("self"), Error);
 }
 
-TEST(ChooseKinds, ParseKindKnowsTheHostBackendsOnly) {
+TEST(ChooseKinds, ParseKindKnowsEveryBackend) {
   Kind kind;
-  for (const char* name : {"shm", "tcp", "ucx"}) {
+  for (const char* name : {"shm", "tcp", "ucx", "cuda_ipc"}) {
     EXPECT_TRUE(parseKind(name, &kind)) << name;
     EXPECT_STREQ(kindName(kind), name);
   }
   EXPECT_FALSE(parseKind("self", &kind));
-  EXPECT_FALSE(parseKind("cuda_ipc", &kind));
   EXPECT_TRUE(kindAvailable(Kind::kShm));
   EXPECT_TRUE(kindAvailable(Kind::kTcp));
+}
+
+TEST(ChooseKinds, CudaIpcCarriesDeviceBuffersOnly) {
+  try {
+    checkForcedKind("cuda_ipc");
+    FAIL() << "cuda_ipc forced for host buffers";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("carries device buffers only"), std::string::npos)
+        << e.what();
+  }
+  for (Kind k : chooseKinds(0, kHosts, "")) EXPECT_NE(k, Kind::kCudaIpc) << "host buffers";
+}
+
+TEST(ChooseKinds, DeviceBuffersTakeCudaIpcOnOneHost) {
+  std::string why;
+  if (kindAvailable(Kind::kCudaIpc, &why)) {
+    EXPECT_EQ(chooseKinds(1, {"a", "a", "a"}, "", /*deviceMemory=*/true),
+              (std::vector<Kind>{Kind::kCudaIpc, Kind::kSelf, Kind::kCudaIpc}));
+  } else {
+    EXPECT_NE(why.find("no CUDA IPC"), std::string::npos) << why;
+  }
+  // Nothing carries device buffers to another host; the error says what was tried.
+  try {
+    chooseKinds(0, {"a", "b"}, "", /*deviceMemory=*/true);
+    FAIL() << "device buffers to another host";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no transport for device buffers reaches peer rank 1"), std::string::npos)
+        << what;
+  }
+  EXPECT_THROW(chooseKinds(0, {"a", "a"}, "shm", /*deviceMemory=*/true), Error)
+      << "host transports cannot be forced for device buffers";
 }
 
 }  // namespace

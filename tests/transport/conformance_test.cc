@@ -1,5 +1,6 @@
 // The transport conformance suite: every test here runs on every backend this build has (shm,
-// tcp, ucx over UCX_TLS=tcp and =sm,self; ucx skips where the build has no UCX), ranks as
+// tcp, ucx over UCX_TLS=tcp and =sm,self; ucx skips where the build has no UCX; cuda_ipc in CUDA
+// builds, skipping without a GPU, its device slots filled and read through slot_memory.h), ranks as
 // threads and as forked processes: every pair and channel, flow control, the doorbell, abort, a
 // missing, killed or frozen peer, bulk data. Backend-specific behaviour has its own file
 // (channel_test.cc: config checks and many ranks; tcp_test.cc, shm_test.cc, ucx_test.cc).
@@ -79,7 +80,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kShmBackend, 5, 1000, 150}, Case{kTcpBackend, 2, 1000, 150},
                       Case{kTcpBackend, 3, 1000, 150}, Case{kTcpBackend, 5, 1000, 150},
                       Case{kUcxTcpBackend, 2, 3000, 120}, Case{kUcxTcpBackend, 4, 3000, 120},
-                      Case{kUcxSmBackend, 2, 3000, 120}, Case{kUcxSmBackend, 4, 3000, 120}),
+                      Case{kUcxSmBackend, 2, 3000, 120}, Case{kUcxSmBackend, 4, 3000, 120}
+#if BRAID_TEST_CUDA
+                      ,
+                      Case{kCudaIpcBackend, 2, 1024, 150}, Case{kCudaIpcBackend, 3, 1024, 150}
+#endif
+                      ),
     [](const auto& info) {
       return fmt::format("{}_{}ranks", backendName(info.param.backend), info.param.ranks);
     });
@@ -102,7 +108,7 @@ TEST_P(Conformance, SlotFlowControl) {
         void* slot = out.tryAcquire();
         ASSERT_NE(slot, nullptr) << "slot " << i;
         EXPECT_EQ(out.tryAcquire(), slot) << "acquire twice gives the same slot";
-        std::memset(slot, i, 8);
+        setSlot(kind, slot, i, 8);
         MessageMeta meta;
         meta.words[0] = static_cast<uint64_t>(i);
         out.post(8, meta);
@@ -116,7 +122,7 @@ TEST_P(Conformance, SlotFlowControl) {
           *ep, [&] { return out.tryAcquire() != nullptr; }, 5));
       void* slot = out.tryAcquire();
       ASSERT_NE(slot, nullptr);
-      std::memset(slot, k, 8);
+      setSlot(kind, slot, k, 8);
       MessageMeta meta;
       meta.words[0] = k;
       out.post(8, meta);
@@ -141,7 +147,9 @@ TEST_P(Conformance, SlotFlowControl) {
         ASSERT_NE(data, nullptr);
         EXPECT_EQ(bytes, 8u);
         EXPECT_EQ(meta.words[0], static_cast<uint64_t>(i));
-        EXPECT_EQ(static_cast<const unsigned char*>(data)[7], i);
+        unsigned char last = 0;
+        fromSlot(kind, static_cast<const char*>(data) + 7, &last, 1);
+        EXPECT_EQ(last, i);
         in.release();
       }
       size_t bytes;
@@ -229,7 +237,7 @@ TEST_P(Conformance, DoorbellWakesASleepingReceiver) {
       const void* data = in.tryPeek(nullptr, nullptr);
       ASSERT_NE(data, nullptr) << "not woken within 5 s";
       uint64_t sentAt = 0;
-      std::memcpy(&sentAt, data, 8);
+      fromSlot(kind, data, &sentAt, 8);
       wokeAfterPost = std::chrono::duration<double>(Clock::now().time_since_epoch()).count() -
                       static_cast<double>(sentAt) / 1e9;
       in.release();
@@ -242,7 +250,7 @@ TEST_P(Conformance, DoorbellWakesASleepingReceiver) {
       uint64_t now = static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
               .count());
-      std::memcpy(slot, &now, 8);
+      toSlot(kind, slot, &now, 8);
       out.post(8, MessageMeta{});
       // Stay connected until the message is consumed (its credit comes back).
       ASSERT_TRUE(waitFor(
@@ -303,7 +311,7 @@ TEST_P(Conformance, SlotFlowControlAndPipelining) {
         void* slot = nullptr;
         ASSERT_TRUE(waitFor(
             *ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 10));
-        fillPayload(slot, slotBytes, 100 + i);
+        fillSlotPayload(kind, slot, slotBytes, 100 + i);
         MessageMeta meta;
         meta.words[0] = i;
         out.post(slotBytes, meta);
@@ -316,7 +324,7 @@ TEST_P(Conformance, SlotFlowControlAndPipelining) {
       ASSERT_TRUE(waitFor(
           *ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 10));
       EXPECT_GE(stage.load(), 2) << "a slot came back before the receiver released one";
-      fillPayload(slot, 5, 200);
+      fillSlotPayload(kind, slot, 5, 200);
       MessageMeta meta;
       meta.words[0] = k;
       out.post(5, meta);
@@ -335,7 +343,7 @@ TEST_P(Conformance, SlotFlowControlAndPipelining) {
             *ep, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 10));
         EXPECT_EQ(bytes, slotBytes);
         EXPECT_EQ(meta.words[0], static_cast<uint64_t>(i));
-        EXPECT_EQ(checkPayload(data, bytes, 100 + i), -1) << "message " << i;
+        EXPECT_EQ(checkSlotPayload(kind, data, bytes, 100 + i), -1) << "message " << i;
         if (i == 0) stage = 2;
         in.release();
       }
@@ -346,7 +354,7 @@ TEST_P(Conformance, SlotFlowControlAndPipelining) {
           *ep, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 10));
       EXPECT_EQ(bytes, 5u);
       EXPECT_EQ(meta.words[0], static_cast<uint64_t>(k));
-      EXPECT_EQ(checkPayload(data, bytes, 200), -1);
+      EXPECT_EQ(checkSlotPayload(kind, data, bytes, 200), -1);
       in.release();
       stage = 3;
     }
@@ -360,6 +368,17 @@ TEST_P(Conformance, BehindOneEndpointWithShm) {
   const int ranks = 4;
   MemoryKeyValue kv;
   std::string jobId = uniqueJobId("mixed");
+  if (deviceSlots(kind)) {
+    // One endpoint carries device or host buffers, never both: refused before any wait.
+    try {
+      connect(makeConfig(0, ranks, {Kind::kSelf, Kind::kShm, kind, kind}, jobId), kv);
+      ADD_FAILURE() << "an endpoint mixing device and host slots was made";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage) << e.what();
+      EXPECT_NE(std::string(e.what()).find("not both"), std::string::npos) << e.what();
+    }
+    return;
+  }
   std::barrier sync(ranks);
   auto errors = runRanks(ranks, [&](int rank) {
     std::vector<Kind> kinds(ranks);
@@ -398,8 +417,10 @@ TEST_P(Conformance, MissingPeerTimesOutNamingIt) {
   EXPECT_TRUE(shmEntries("braid-" + c.jobId + "-").empty());
 }
 
-uint64_t foldChecksum(uint64_t sum, const void* data, size_t bytes) {
-  auto* in = static_cast<const unsigned char*>(data);
+uint64_t foldChecksum(uint64_t sum, Kind kind, const void* data, size_t bytes) {
+  std::vector<unsigned char> host(bytes);
+  fromSlot(kind, data, host.data(), bytes);
+  const unsigned char* in = host.data();
   for (size_t i = 0; i < bytes; i += 8) {
     uint64_t word = 0;
     std::memcpy(&word, in + i, std::min<size_t>(8, bytes - i));
@@ -428,8 +449,8 @@ TEST_P(Conformance, Moves64MiBInSlotSizedPieces) {
         if (!waitFor(
                 *ep, [&] { return (slot = out.tryAcquire()) != nullptr; }, 20))
           return 10;
-        fillPayload(slot, c.slotBytes, i);
-        sum = foldChecksum(sum, slot, c.slotBytes);
+        fillSlotPayload(kind, slot, c.slotBytes, i);
+        sum = foldChecksum(sum, kind, slot, c.slotBytes);
         MessageMeta meta;
         meta.words[0] = i;
         meta.words[1] = sum;
@@ -455,9 +476,9 @@ TEST_P(Conformance, Moves64MiBInSlotSizedPieces) {
               *ep, [&] { return (data = in.tryPeek(&bytes, &meta)) != nullptr; }, 20)) {
         return 20;
       }
-      sum = foldChecksum(sum, data, bytes);
+      sum = foldChecksum(sum, kind, data, bytes);
       fillPayload(expected.data(), c.slotBytes, i);
-      want = foldChecksum(want, expected.data(), c.slotBytes);
+      want = foldChecksum(want, Kind::kShm, expected.data(), c.slotBytes);
       ok = ok && bytes == c.slotBytes && meta.words[0] == i && meta.words[1] == sum;
       in.release();
     }
@@ -544,7 +565,7 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
   for (int ch = 0; ch < c.channels; ++ch) {
     SendChannel& out = ep->send(1, ch);
     while (void* slot = out.tryAcquire()) {
-      std::memset(slot, 0x5a, c.slotBytes);
+      setSlot(kind, slot, 0x5a, c.slotBytes);
       out.post(c.slotBytes, MessageMeta{});
     }
   }
@@ -557,7 +578,12 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Conformance,
-                         ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend),
+                         ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend
+#if BRAID_TEST_CUDA
+                                           ,
+                                           kCudaIpcBackend  // device slots; skips without a GPU
+#endif
+                                           ),
                          [](const auto& info) { return backendName(info.param); });
 
 }  // namespace

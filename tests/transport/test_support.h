@@ -30,6 +30,7 @@
 #include "tests/kit/processes.h"
 #include "tests/kit/threads.h"
 #include "tests/support/skip.h"
+#include "tests/transport/slot_memory.h"
 #include "transport/transport.h"
 
 namespace braid::transport::testing {
@@ -113,6 +114,9 @@ inline EndpointConfig makeConfig(int rank, int size, const std::vector<Kind>& ki
   c.jobId = jobId;
   c.secret = "s3cret";
   c.timeoutSeconds = 20;
+  for (Kind k : kinds) {
+    if (deviceSlots(k)) c.device = 0;  // device slots on the first GPU (ranks may share it)
+  }
   return c;
 }
 
@@ -136,6 +140,11 @@ inline void fillPayload(void* dst, size_t bytes, uint64_t seed) {
   }
 }
 
+/// fillPayload into a slot of `kind` (through a host buffer for device slots).
+inline void fillSlotPayload(Kind kind, void* slot, size_t bytes, uint64_t seed);
+/// checkPayload of a slot of `kind`.
+inline long checkSlotPayload(Kind kind, const void* data, size_t bytes, uint64_t seed);
+
 /// Index of the first wrong byte, or -1.
 inline long checkPayload(const void* src, size_t bytes, uint64_t seed) {
   auto* in = static_cast<const unsigned char*>(src);
@@ -145,6 +154,20 @@ inline long checkPayload(const void* src, size_t bytes, uint64_t seed) {
     if (std::memcmp(in + i, &word, n) != 0) return static_cast<long>(i);
   }
   return -1;
+}
+
+inline void fillSlotPayload(Kind kind, void* slot, size_t bytes, uint64_t seed) {
+  if (!deviceSlots(kind)) return fillPayload(slot, bytes, seed);
+  std::vector<unsigned char> host(bytes);
+  fillPayload(host.data(), bytes, seed);
+  toSlot(kind, slot, host.data(), bytes);
+}
+
+inline long checkSlotPayload(Kind kind, const void* data, size_t bytes, uint64_t seed) {
+  if (!deviceSlots(kind)) return checkPayload(data, bytes, seed);
+  std::vector<unsigned char> host(bytes);
+  fromSlot(kind, data, host.data(), bytes);
+  return checkPayload(host.data(), bytes, seed);
 }
 
 /// Polls `ready` until true or `seconds` pass, sleeping on the endpoint's doorbell in between.
@@ -227,7 +250,7 @@ inline void exchangeAll(Endpoint& ep, int messages, size_t slotBytes, double sec
         if (out.tryAcquire() != slot) throw std::runtime_error("tryAcquire() moved");
         uint64_t seed = laneSeed(me, lane.peer, lane.channel, lane.sent);
         size_t bytes = messageSize(seed, lane.sent, slotBytes);
-        fillPayload(slot, bytes, seed);
+        fillSlotPayload(ep.peerKind(lane.peer), slot, bytes, seed);
         MessageMeta meta;
         meta.words[0] = seed;
         meta.words[1] = bytes;
@@ -254,7 +277,7 @@ inline void exchangeAll(Endpoint& ep, int messages, size_t slotBytes, double sec
                                                bytes, meta.words[0], meta.words[1], meta.words[2],
                                                expected));
         }
-        long bad = checkPayload(data, bytes, seed);
+        long bad = checkSlotPayload(ep.peerKind(lane.peer), data, bytes, seed);
         if (bad >= 0) throw std::runtime_error(fmt::format("{}: wrong byte {}", where, bad));
         in.release();
         ++lane.received;
@@ -311,6 +334,7 @@ inline constexpr Backend kShmBackend{Kind::kShm};
 inline constexpr Backend kTcpBackend{Kind::kTcp};
 inline constexpr Backend kUcxTcpBackend{Kind::kUcx, "tcp"};
 inline constexpr Backend kUcxSmBackend{Kind::kUcx, "sm,self"};
+inline constexpr Backend kCudaIpcBackend{Kind::kCudaIpc};
 
 /// "shm", "tcp", "ucx_tcp", "ucx_sm_self": a test-name part.
 inline std::string backendName(const Backend& backend) {
@@ -323,12 +347,16 @@ inline std::string backendName(const Backend& backend) {
 /// Sets UCX_TLS for the UCX contexts this test creates (threads) or forks (children inherit it).
 inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); }
 
-/// For a test's SetUp: skips (with the reason) where the build lacks the backend, and sets
-/// UCX_TLS for ucx.
+/// For a test's SetUp: skips (with the reason) where the build lacks the backend or, for device
+/// slots, where there is no GPU, and sets UCX_TLS for ucx.
 #define USE_BACKEND(backend)                                                        \
   do {                                                                              \
     std::string why_;                                                               \
     if (!kindAvailable((backend).kind, &why_)) BRAID_SKIP_MISSING(why_);            \
+    if (::braid::transport::testing::deviceSlots((backend).kind)) {                 \
+      why_ = ::braid::transport::testing::deviceSlotsUnavailable();                 \
+      if (!why_.empty()) BRAID_SKIP_NO_DEVICE(why_);                                \
+    }                                                                               \
     if (*(backend).tls != '\0') ::braid::transport::testing::useTls((backend).tls); \
   } while (0)
 
@@ -372,7 +400,7 @@ inline void killedPeerIsSeenDead(const std::string& dir, Kind kind, double secon
   EXPECT_FALSE(ep->peerAlive(1)) << "stays dead after the reap";
   // Sending to it is no error and no hang; destroying is bounded.
   if (void* slot = ep->send(1, 0).tryAcquire()) {
-    std::memset(slot, 1, 64);
+    setSlot(kind, slot, 1, 64);
     ep->send(1, 0).post(64, MessageMeta{});
   }
   auto before = Clock::now();

@@ -100,50 +100,18 @@ class IpcRecv final : public RecvChannel {
   Doorbell* bell_;  // the sender's
 };
 
-class IpcEndpoint final : public Endpoint {
- public:
-  IpcEndpoint(const EndpointConfig& config, int device, KeyValue& kv);
-  ~IpcEndpoint() override;
+}  // namespace
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  Kind peerKind(int peer) const override { return peer == rank_ ? Kind::kSelf : kKind; }
-  int channels() const override { return channels_; }
-  SendChannel& send(int peer, int channel) override { return *sends_.at(index(peer, channel)); }
-  RecvChannel& recv(int peer, int channel) override { return *recvs_.at(index(peer, channel)); }
-  uint32_t prepareSleep() override { return prepareDoorbellSleep(self()->bell); }
-  void sleep(uint32_t ticket, Clock::time_point until) override {
-    sleepOnDoorbell(self()->bell, ticket, until);
-  }
-  bool peerAlive(int peer) override;
-  void signalAbort(const std::string& reason) override;
-  std::optional<std::pair<int, std::string>> peerAbort() override;
-
- private:
-  size_t index(int peer, int channel) const {
-    BRAID_ENFORCE(peer >= 0 && peer < size_ && peer != rank_ && channel >= 0 && channel < channels_,
-                  ErrorCode::kInternal, "rank {}: cuda_ipc: no channel {} to peer rank {}", rank_,
-                  channel, peer);
-    return size_t(peer) * channels_ + channel;
-  }
-  RankControl* self() { return layout_.rank(segment_, rank_); }
-  void cleanup();
-
-  int rank_, size_, channels_, device_;
-  Layout layout_;
-  std::string segmentName_;
-  void* segment_ = nullptr;
-  size_t segmentBytes_ = 0;
-  void* inbox_ = nullptr;
-  std::vector<void*> opened_;  // peer inboxes mapped through IPC handles
-  std::vector<std::unique_ptr<IpcSend>> sends_;
-  std::vector<std::unique_ptr<IpcRecv>> recvs_;
-  std::vector<uint64_t> peerPids_, peerPidNs_;
-  std::vector<bool> peerSameProcess_;
-};
-
-IpcEndpoint::IpcEndpoint(const EndpointConfig& config, int device, KeyValue& kv)
-    : rank_(config.rank), size_(config.size), channels_(config.channels), device_(device) {
+CudaIpcTransport::CudaIpcTransport(const EndpointConfig& config, KeyValue& kv)
+    : rank_(config.rank),
+      size_(config.size),
+      channels_(config.channels),
+      slots_(config.slots),
+      device_(config.device),
+      slotBytes_(config.slotBytes) {
+  BRAID_ENFORCE(device_ >= 0, ErrorCode::kInvalidUsage,
+                "rank {}: cuda_ipc: no CUDA device given (EndpointConfig::device is {})", rank_,
+                device_);
   BRAID_ENFORCE(size_ >= 1 && rank_ >= 0 && rank_ < size_ && channels_ >= 1 && config.slots >= 2 &&
                     config.slotBytes >= 16 && config.slotBytes % 16 == 0,
                 ErrorCode::kInvalidUsage,
@@ -153,7 +121,6 @@ IpcEndpoint::IpcEndpoint(const EndpointConfig& config, int device, KeyValue& kv)
   layout_.nranks = size_;
   layout_.channels = channels_;
   layout_.slots = config.slots;
-  const Deadline deadline = Deadline::after(config.timeoutSeconds);
   try {
     check(cudaSetDevice(device_), rank_, "cudaSetDevice");
     // Rank 0 makes and initialises the control segment before it publishes its record.
@@ -182,7 +149,7 @@ IpcEndpoint::IpcEndpoint(const EndpointConfig& config, int device, KeyValue& kv)
       atom(h->magic).store(kSegmentMagic, std::memory_order_release);
     }
 
-    PeerRecord mine;
+    PeerRecord& mine = mine_;
     mine.rank = rank_;
     mine.nranks = size_;
     mine.pid = static_cast<uint64_t>(getpid());
@@ -201,115 +168,132 @@ IpcEndpoint::IpcEndpoint(const EndpointConfig& config, int device, KeyValue& kv)
       std::memcpy(mine.handle.data(), &handle, kIpcHandleBytes);
       mine.slotBase = reinterpret_cast<uint64_t>(inbox_);
     }
-    const std::string prefix = config.jobId + "/cuda_ipc/";
-    kv.set(prefix + std::to_string(rank_), encodeRecord(mine));
-
-    std::vector<PeerRecord> peers(size_);
-    for (int p = 0; p < size_; ++p) {
-      if (p == rank_) {
-        peers[p] = mine;
-        continue;
-      }
-      const std::string who = fmt::format("rank {} (seen by rank {})", p, rank_);
-      peers[p] = decodeRecord(kv.get(prefix + std::to_string(p), deadline), who);
-      const PeerRecord& r = peers[p];
-      BRAID_ENFORCE(r.rank == uint32_t(p) && r.nranks == uint32_t(size_) &&
-                        r.channels == uint32_t(channels_) && r.slots == uint32_t(config.slots) &&
-                        r.slotBytes == config.slotBytes,
-                    ErrorCode::kInternal,
-                    "rank {}: cuda_ipc: peer rank {} has a different geometry (rank {}, size {}, "
-                    "channels {}, slots {}, slot bytes {}; here size {}, channels {}, slots {}, "
-                    "slot bytes {})",
-                    rank_, p, r.rank, r.nranks, r.channels, r.slots, r.slotBytes, size_, channels_,
-                    config.slots, config.slotBytes);
-    }
-
-    if (rank_ != 0) {
-      segmentName_ = peers[0].segment;
-      int fd = shm_open(segmentName_.c_str(), O_RDWR, 0);
-      if (fd < 0) {
-        failErrno(fmt::format("rank {}: cuda_ipc: shm_open('{}') of rank 0's control segment",
-                              rank_, segmentName_),
-                  errno);
-      }
-      struct stat st {};
-      if (fstat(fd, &st) != 0 || size_t(st.st_size) != segmentBytes_) {
-        close(fd);
-        fail(ErrorCode::kInternal, "rank {}: cuda_ipc: control segment '{}' has {} bytes, not {}",
-             rank_, segmentName_, size_t(st.st_size), segmentBytes_);
-      }
-      segment_ = mmap(nullptr, segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      close(fd);
-      if (segment_ == MAP_FAILED) {
-        segment_ = nullptr;
-        failErrno(fmt::format("rank {}: cuda_ipc: mmap of the control segment", rank_), errno);
-      }
-      BRAID_ENFORCE(
-          atom(layout_.header(segment_)->magic).load(std::memory_order_acquire) == kSegmentMagic,
-          ErrorCode::kInternal, "rank {}: cuda_ipc: control segment '{}' is not ours", rank_,
-          segmentName_);
-    }
-    RankControl* me = self();
-    me->pid = mine.pid;
-    me->pidNamespace = pidNamespace();
-    // The last rank to map the segment unlinks its name (nothing else needs it).
-    if (atom(layout_.header(segment_)->attached).fetch_add(1) + 1 == uint32_t(size_)) {
-      shm_unlink(segmentName_.c_str());
-    }
-
-    // Map every peer's inbox and build the channels.
-    peerPids_.resize(size_);
-    peerSameProcess_.resize(size_);
-    std::vector<char*> peerInbox(size_, nullptr);
-    for (int p = 0; p < size_; ++p) {
-      if (p == rank_) continue;
-      const PeerRecord& r = peers[p];
-      peerPids_[p] = r.pid;
-      peerSameProcess_[p] = r.processNonce == mine.processNonce;
-      if (peerSameProcess_[p]) {
-        // A thread of this process: the pointer is valid here (UVA); peer access if another GPU.
-        if (r.device != device_) {
-          cudaError_t err = cudaDeviceEnablePeerAccess(r.device, 0);
-          if (err == cudaErrorPeerAccessAlreadyEnabled) {
-            cudaGetLastError();
-          } else {
-            check(err, rank_, "cudaDeviceEnablePeerAccess");
-          }
-        }
-        peerInbox[p] = reinterpret_cast<char*>(r.slotBase);
-      } else {
-        peerInbox[p] = static_cast<char*>(openIpcHandle(r.handle.data(), rank_, p));
-        opened_.push_back(peerInbox[p]);
-      }
-    }
-    sends_.resize(size_t(size_) * channels_);
-    recvs_.resize(size_t(size_) * channels_);
-    for (int p = 0; p < size_; ++p) {
-      if (p == rank_) continue;
-      for (int c = 0; c < channels_; ++c) {
-        const size_t out = layout_.ring(rank_, p, c), in = layout_.ring(p, rank_, c);
-        sends_[index(p, c)] = std::make_unique<IpcSend>(
-            p,
-            RingSender(layout_.control(segment_, out), layout_.descs(segment_, out), config.slots),
-            peerInbox[p] + inboxOffset(peers[p], rank_, c, 0), config.slotBytes,
-            layout_.rank(segment_, p));
-        recvs_[index(p, c)] = std::make_unique<IpcRecv>(
-            p,
-            RingReceiver(layout_.control(segment_, in), layout_.descs(segment_, in), config.slots),
-            static_cast<const char*>(inbox_) + inboxOffset(mine, p, c, 0), config.slotBytes,
-            &layout_.rank(segment_, p)->bell);
-      }
-    }
+    keyPrefix_ = config.jobId + "/cuda_ipc/";
+    kv.set(keyPrefix_ + std::to_string(rank_), encodeRecord(mine));
   } catch (...) {
     cleanup();
     throw;
   }
-  logAt(LogLevel::kInfo,
-        "rank {}: cuda_ipc: connected {} ranks on device {}, {} x {} slots of {} B", rank_, size_,
-        device_, channels_, config.slots, config.slotBytes);
 }
 
-void IpcEndpoint::cleanup() {
+Doorbell* CudaIpcTransport::ownDoorbell() { return segment_ != nullptr ? &self()->bell : nullptr; }
+
+size_t CudaIpcTransport::index(int peer, int channel) const {
+  BRAID_ENFORCE(peer >= 0 && peer < size_ && peer != rank_ && channel >= 0 && channel < channels_,
+                ErrorCode::kInternal, "rank {}: cuda_ipc: no channel {} to peer rank {}", rank_,
+                channel, peer);
+  return size_t(peer) * channels_ + channel;
+}
+
+SendChannel& CudaIpcTransport::send(int peer, int channel) {
+  return *sends_.at(index(peer, channel));
+}
+RecvChannel& CudaIpcTransport::recv(int peer, int channel) {
+  return *recvs_.at(index(peer, channel));
+}
+
+void CudaIpcTransport::connectPeers(KeyValue& kv, Deadline deadline) {
+  const PeerRecord& mine = mine_;
+  check(cudaSetDevice(device_), rank_, "cudaSetDevice");
+  std::vector<PeerRecord> peers(size_);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) {
+      peers[p] = mine;
+      continue;
+    }
+    const std::string who = fmt::format("rank {} (seen by rank {})", p, rank_);
+    peers[p] = decodeRecord(kv.get(keyPrefix_ + std::to_string(p), deadline), who);
+    const PeerRecord& r = peers[p];
+    BRAID_ENFORCE(r.rank == uint32_t(p) && r.nranks == uint32_t(size_) &&
+                      r.channels == uint32_t(channels_) && r.slots == uint32_t(slots_) &&
+                      r.slotBytes == slotBytes_,
+                  ErrorCode::kInternal,
+                  "rank {}: cuda_ipc: peer rank {} has a different geometry (rank {}, size {}, "
+                  "channels {}, slots {}, slot bytes {}; here size {}, channels {}, slots {}, "
+                  "slot bytes {})",
+                  rank_, p, r.rank, r.nranks, r.channels, r.slots, r.slotBytes, size_, channels_,
+                  slots_, slotBytes_);
+  }
+
+  if (rank_ != 0) {
+    segmentName_ = peers[0].segment;
+    int fd = shm_open(segmentName_.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+      failErrno(fmt::format("rank {}: cuda_ipc: shm_open('{}') of rank 0's control segment", rank_,
+                            segmentName_),
+                errno);
+    }
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || size_t(st.st_size) != segmentBytes_) {
+      close(fd);
+      fail(ErrorCode::kInternal, "rank {}: cuda_ipc: control segment '{}' has {} bytes, not {}",
+           rank_, segmentName_, size_t(st.st_size), segmentBytes_);
+    }
+    segment_ = mmap(nullptr, segmentBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (segment_ == MAP_FAILED) {
+      segment_ = nullptr;
+      failErrno(fmt::format("rank {}: cuda_ipc: mmap of the control segment", rank_), errno);
+    }
+    BRAID_ENFORCE(
+        atom(layout_.header(segment_)->magic).load(std::memory_order_acquire) == kSegmentMagic,
+        ErrorCode::kInternal, "rank {}: cuda_ipc: control segment '{}' is not ours", rank_,
+        segmentName_);
+  }
+  RankControl* me = self();
+  me->pid = mine.pid;
+  me->pidNamespace = pidNamespace();
+  // The last rank to map the segment unlinks its name (nothing else needs it).
+  if (atom(layout_.header(segment_)->attached).fetch_add(1) + 1 == uint32_t(size_)) {
+    shm_unlink(segmentName_.c_str());
+  }
+
+  // Map every peer's inbox and build the channels.
+  peerPids_.resize(size_);
+  peerSameProcess_.resize(size_);
+  std::vector<char*> peerInbox(size_, nullptr);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    const PeerRecord& r = peers[p];
+    peerPids_[p] = r.pid;
+    peerSameProcess_[p] = r.processNonce == mine.processNonce;
+    if (peerSameProcess_[p]) {
+      // A thread of this process: the pointer is valid here (UVA); peer access if another GPU.
+      if (r.device != device_) {
+        cudaError_t err = cudaDeviceEnablePeerAccess(r.device, 0);
+        if (err == cudaErrorPeerAccessAlreadyEnabled) {
+          cudaGetLastError();
+        } else {
+          check(err, rank_, "cudaDeviceEnablePeerAccess");
+        }
+      }
+      peerInbox[p] = reinterpret_cast<char*>(r.slotBase);
+    } else {
+      peerInbox[p] = static_cast<char*>(openIpcHandle(r.handle.data(), rank_, p));
+      opened_.push_back(peerInbox[p]);
+    }
+  }
+  sends_.resize(size_t(size_) * channels_);
+  recvs_.resize(size_t(size_) * channels_);
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    for (int c = 0; c < channels_; ++c) {
+      const size_t out = layout_.ring(rank_, p, c), in = layout_.ring(p, rank_, c);
+      sends_[index(p, c)] = std::make_unique<IpcSend>(
+          p, RingSender(layout_.control(segment_, out), layout_.descs(segment_, out), slots_),
+          peerInbox[p] + inboxOffset(peers[p], rank_, c, 0), slotBytes_, layout_.rank(segment_, p));
+      recvs_[index(p, c)] = std::make_unique<IpcRecv>(
+          p, RingReceiver(layout_.control(segment_, in), layout_.descs(segment_, in), slots_),
+          static_cast<const char*>(inbox_) + inboxOffset(mine, p, c, 0), slotBytes_,
+          &layout_.rank(segment_, p)->bell);
+    }
+  }
+  logAt(LogLevel::kInfo,
+        "rank {}: cuda_ipc: connected {} ranks on device {}, {} x {} slots of {} B", rank_, size_,
+        device_, channels_, slots_, slotBytes_);
+}
+
+void CudaIpcTransport::cleanup() {
   if (segment_ != nullptr) {
     // Peers stop writing into the inbox before it is freed (they then see this rank as gone).
     atom(self()->closing).store(1, std::memory_order_release);
@@ -334,9 +318,9 @@ void IpcEndpoint::cleanup() {
   if (rank_ == 0 && !segmentName_.empty()) shm_unlink(segmentName_.c_str());  // ENOENT is fine
 }
 
-IpcEndpoint::~IpcEndpoint() { cleanup(); }
+CudaIpcTransport::~CudaIpcTransport() { cleanup(); }
 
-bool IpcEndpoint::peerAlive(int peer) {
+bool CudaIpcTransport::peerAlive(int peer) {
   if (peer == rank_) return true;
   RankControl* r = layout_.rank(segment_, peer);
   if (atom(r->closing).load(std::memory_order_acquire) != 0) return false;
@@ -344,7 +328,7 @@ bool IpcEndpoint::peerAlive(int peer) {
   return !processGone(peerPids_[peer], r->pidNamespace);  // another pid namespace: alive
 }
 
-void IpcEndpoint::signalAbort(const std::string& reason) {
+void CudaIpcTransport::signalAbort(const std::string& reason) {
   RankControl* me = self();
   uint32_t expected = 0;
   if (atom(me->abortState).compare_exchange_strong(expected, 1)) {
@@ -358,7 +342,7 @@ void IpcEndpoint::signalAbort(const std::string& reason) {
   }
 }
 
-std::optional<std::pair<int, std::string>> IpcEndpoint::peerAbort() {
+std::optional<std::pair<int, std::string>> CudaIpcTransport::peerAbort() {
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
     RankControl* r = layout_.rank(segment_, p);
@@ -368,8 +352,6 @@ std::optional<std::pair<int, std::string>> IpcEndpoint::peerAbort() {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 void* openIpcHandle(const void* handle, int rank, int peer) {
   HandleTable& t = handles();
@@ -407,10 +389,6 @@ void closeIpcHandle(void* ptr) {
     t.byHandle.erase(h);
     t.byPtr.erase(p);
   }
-}
-
-std::unique_ptr<Endpoint> connect(const EndpointConfig& config, int device, KeyValue& kv) {
-  return std::make_unique<IpcEndpoint>(config, device, kv);
 }
 
 }  // namespace braid::transport::cuda_ipc

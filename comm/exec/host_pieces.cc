@@ -1,4 +1,4 @@
-#include "comm/exec/host_executor.h"
+#include "comm/exec/host_pieces.h"
 
 #include "kernels/kernels.h"
 

@@ -1,4 +1,4 @@
-#include "comm/exec/header.h"
+#include "comm/engine/header.h"
 
 #include <fmt/format.h>
 

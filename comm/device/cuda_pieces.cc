@@ -1,4 +1,4 @@
-#include "comm/device/device_executor.h"
+#include "comm/device/cuda_pieces.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>

@@ -1,0 +1,22 @@
+// The piece engine of host memory: copies and reduces each piece at once with the CPU kernels
+// (kernels/kernels.h), for the one engine (comm/engine/executor.h).
+#pragma once
+
+#include <atomic>
+#include <vector>
+
+#include "comm/engine/program_runner.h"
+
+namespace braid::comm {
+
+/// Moves a piece now; results bound for a large output are formed in cache and streamed out.
+class HostPieces final : public PieceEngine {
+ public:
+  HostPieces() : PieceEngine(false) {}
+  void move(const Piece& piece, const ExecArgs& args) override;
+
+ private:
+  std::vector<char> scratch_;  // one piece, for results that are streamed to the output
+};
+
+}  // namespace braid::comm
