@@ -445,8 +445,9 @@ Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
 
 namespace {
 OpDesc make(Collective coll, const void* in, void* out, size_t count, DataType type, RedOp op,
-            int root) {
+            int root, int tag = 0) {
   OpDesc d;
+  d.tag = tag;
   d.coll = coll;
   d.input = in;
   d.output = out;
@@ -473,11 +474,11 @@ void Communicator::broadcast(const void* s, void* r, size_t n, DataType t, int r
 void Communicator::reduce(const void* s, void* r, size_t n, DataType t, RedOp op, int root) {
   state_->runBlocking(make(Collective::kReduce, s, r, n, t, op, root));
 }
-void Communicator::send(const void* b, size_t n, DataType t, int peer) {
-  state_->runBlocking(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer));
+void Communicator::send(const void* b, size_t n, DataType t, int peer, int tag) {
+  state_->runBlocking(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer, tag));
 }
-void Communicator::recv(void* b, size_t n, DataType t, int peer) {
-  state_->runBlocking(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer));
+void Communicator::recv(void* b, size_t n, DataType t, int peer, int tag) {
+  state_->runBlocking(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer, tag));
 }
 void Communicator::barrier() {
   state_->runBlocking(
@@ -500,11 +501,11 @@ Request Communicator::reduceAsync(const void* s, void* r, size_t n, DataType t, 
                                   int root) {
   return state_->submit(make(Collective::kReduce, s, r, n, t, op, root));
 }
-Request Communicator::sendAsync(const void* b, size_t n, DataType t, int peer) {
-  return state_->submit(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer));
+Request Communicator::sendAsync(const void* b, size_t n, DataType t, int peer, int tag) {
+  return state_->submit(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer, tag));
 }
-Request Communicator::recvAsync(void* b, size_t n, DataType t, int peer) {
-  return state_->submit(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer));
+Request Communicator::recvAsync(void* b, size_t n, DataType t, int peer, int tag) {
+  return state_->submit(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer, tag));
 }
 Request Communicator::barrierAsync() {
   return state_->submit(

@@ -43,6 +43,11 @@ void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* ou
     BRAID_ENFORCE(d.root >= 0 && d.root < size && d.root != rank, ErrorCode::kInvalidUsage,
                   "rank {}: {}: peer {} must be another rank in 0..{}", rank, name, d.root,
                   size - 1);
+    BRAID_ENFORCE(d.tag >= 0 && uint32_t(d.tag) <= kMaxTag, ErrorCode::kInvalidUsage,
+                  "rank {}: {} to/from peer {}: tag {} is negative", rank, name, d.root, d.tag);
+  } else {
+    BRAID_ENFORCE(d.tag == 0, ErrorCode::kInvalidUsage, "rank {}: {}: tag {} on a collective", rank,
+                  name, d.tag);
   }
 }
 
@@ -101,6 +106,7 @@ Plan planOp(const OpDesc& d, int rank, int size, const TunerConfig& tuner, size_
     args.header.coll = Collective::kSend;
     args.header.family = Algorithm::kOneShot;
     args.header.root = -1;
+    args.header.tag = uint32_t(d.tag);
     return plan;
   }
   ScheduleSpec& spec = plan.spec;

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "braid/braid.hpp"
+#include "comm/detail/tuner.h"
 #include "comm/engine/program_runner.h"
 #include "comm/schedule/schedule.h"
-#include "comm/detail/tuner.h"
 
 namespace braid::comm {
 
@@ -24,6 +24,7 @@ struct OpDesc {
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
   int root = -1;                   ///< broadcast/reduce root, or the peer of send/recv
+  int tag = 0;                     ///< send/recv: matched in posting order, must agree
   uint64_t seq = 0;                ///< assigned at issue time
   uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
 };

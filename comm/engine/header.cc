@@ -12,7 +12,7 @@ transport::MessageMeta encodeHeader(const OpHeader& h) {
   m.words[1] = uint64_t(h.coll) | uint64_t(h.dtype) << 8 | uint64_t(h.op) << 16 |
                uint64_t(h.family) << 24 | uint64_t(uint32_t(h.root + 1)) << 32;
   m.words[2] = h.count;
-  m.words[3] = h.pieceBytes;
+  m.words[3] = h.pieceBytes | uint64_t(h.tag & kMaxTag) << 32;
   return m;
 }
 
@@ -26,6 +26,7 @@ OpHeader decodeHeader(const transport::MessageMeta& m) {
   h.root = static_cast<int>(uint32_t(m.words[1] >> 32)) - 1;
   h.count = m.words[2];
   h.pieceBytes = static_cast<uint32_t>(m.words[3]);
+  h.tag = static_cast<uint32_t>(m.words[3] >> 32) & kMaxTag;
   return h;
 }
 
@@ -53,6 +54,7 @@ std::string describeHeader(const OpHeader& h) {
                  h.coll == Collective::kReduce;
   if (reduces) text += fmt::format(", {}", isValid(h.op) ? redOpName(h.op) : "?");
   if (h.root >= 0) text += fmt::format(", root {}", h.root);
+  if (h.tag != 0) text += fmt::format(", tag {}", h.tag);
   text += fmt::format(", {}, {}-byte pieces)", algorithmName(h.family), h.pieceBytes);
   return text;
 }

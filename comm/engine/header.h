@@ -20,7 +20,11 @@ struct OpHeader {
   int root = -1;
   uint64_t count = 0;
   uint32_t pieceBytes = 0;  ///< slot payload size (ranks must agree on BRAID_CHUNK)
+  uint32_t tag = 0;         ///< send/recv: the caller's tag (below kMaxTag + 1); 0 otherwise
 };
+
+/// The largest tag a header carries (31 bits: the top bit of its word marks probes).
+constexpr uint32_t kMaxTag = 0x7fffffff;
 
 transport::MessageMeta encodeHeader(const OpHeader& header);
 OpHeader decodeHeader(const transport::MessageMeta& meta);

@@ -104,8 +104,11 @@ class Communicator {
   void allGather(const void* send, void* recv, size_t sendCount, DataType type);
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root);
   void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root);
-  void send(const void* buf, size_t count, DataType type, int peer);
-  void recv(void* buf, size_t count, DataType type, int peer);
+  /// Point-to-point: the n-th recv from a peer meets the peer's n-th send to this rank (posting
+  /// order, as MPI without wildcards and NCCL), and their `tag`s (0..2^31-1) must agree: a
+  /// difference fails both with kMismatch naming the two tags (tags check, they do not reorder).
+  void send(const void* buf, size_t count, DataType type, int peer, int tag = 0);
+  void recv(void* buf, size_t count, DataType type, int peer, int tag = 0);
   void barrier();
 
   // Non-blocking: the same, returning at once; buffers must stay valid until completion.
@@ -116,8 +119,8 @@ class Communicator {
   Request broadcastAsync(const void* send, void* recv, size_t count, DataType type, int root);
   Request reduceAsync(const void* send, void* recv, size_t count, DataType type, RedOp op,
                       int root);
-  Request sendAsync(const void* buf, size_t count, DataType type, int peer);
-  Request recvAsync(void* buf, size_t count, DataType type, int peer);
+  Request sendAsync(const void* buf, size_t count, DataType type, int peer, int tag = 0);
+  Request recvAsync(void* buf, size_t count, DataType type, int peer, int tag = 0);
   Request barrierAsync();
 
   /// Tears the communicator down from any thread: calls in flight here end with kAborted, peers

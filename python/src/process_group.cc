@@ -71,11 +71,10 @@ bool finishBy(Request& request, Deadline deadline) {
   return true;
 }
 
-// braid's point-to-point messages have no tags yet (a pair's messages match in issue order).
+// braid matches a pair's messages in posting order and checks that their tags agree (a
+// difference fails both ranks naming the two tags); it does not reorder messages by tag.
 void checkTag(int tag, const char* opName) {
-  TORCH_CHECK_NOT_IMPLEMENTED(tag == 0, "braid ", opName, ": tag ", tag,
-                              " is not supported by braid yet (its messages between two ranks "
-                              "match in issue order, without tags; use tag=0)");
+  TORCH_CHECK(tag >= 0, "braid ", opName, ": tag ", tag, " is negative");
 }
 
 void checkSameKind(const at::Tensor& tensor, const at::Tensor& like, const char* opName,
@@ -579,8 +578,8 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::send(std::vector<at::Tensor>
   auto work = makeWork(OpType::SEND, kName);
   at::Tensor buf = tensor.contiguous();
   work->keepAlive.push_back(buf);
-  work->requests.push_back(
-      submit(kName, [&] { return comm_->sendAsync(buf.data_ptr(), count(buf), type, dstRank); }));
+  work->requests.push_back(submit(
+      kName, [&] { return comm_->sendAsync(buf.data_ptr(), count(buf), type, dstRank, tag); }));
   work->outputs = {tensor};
   return work;
 }
@@ -593,8 +592,8 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recv(std::vector<at::Tensor>
   const DataType type = toDataType(tensor.scalar_type(), kName);
   auto work = makeWork(OpType::RECV, kName);
   at::Tensor buf = outputBuffer(*work, tensor);
-  work->requests.push_back(
-      submit(kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, srcRank); }));
+  work->requests.push_back(submit(
+      kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, srcRank, tag); }));
   work->sourceRank_ = srcRank;
   work->outputs = {tensor};
   return work;

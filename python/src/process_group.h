@@ -111,8 +111,8 @@ class BraidProcessGroup : public GroupBase {
   /// receives in issue order, so rank 0 names the first missing rank and those after it as
   /// unconfirmed), and the group is aborted (its pending receives would match later messages).
   void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
-  /// Point-to-point: matched in issue order per pair. braid has no tags yet: a nonzero `tag`
-  /// is refused.
+  /// Point-to-point: matched in issue order per pair; the tags of a matched send and recv must
+  /// agree (else both fail naming them); negative tags are refused.
   c10::intrusive_ptr<::c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
                                         int tag) override;
   c10::intrusive_ptr<::c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,

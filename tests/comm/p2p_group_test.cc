@@ -1,7 +1,7 @@
 // Point-to-point ops posted together progress together (comm/detail/p2p_group.h), ranks as threads:
 // exchanges that deadlock when run one at a time (both ranks isend then irecv more than the channel
-// holds; irecv before isend), rings, several sends to one peer matched in posting order, a group
-// followed by a collective, a count mismatch inside a group, and abort of a group.
+// holds; irecv before isend), rings, several sends to one peer matched in posting order, tags, a
+// group followed by a collective, a count, type or tag mismatch inside a group, and abort.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -202,7 +202,8 @@ TEST(P2pGroup, CollectiveAfterAGroupRunsOnceItFinished) {
 // A group whose recv disagrees with the peer's send: every rank fails within a few seconds (the
 // rank that only sent may finish its group and then fail in its next call, as for collectives).
 void expectGroupFailsOnBothRanks(size_t sendCount, DataType sendType, size_t recvCount,
-                                 DataType recvType) {
+                                 DataType recvType, int sendTag = 0, int recvTag = 0,
+                                 const std::string& named = "") {
   std::vector<double> seconds(2, -1);
   auto errors = runRanks(2, optionsFor("", 30), [&](Communicator& comm) {
     const int r = comm.rank(), peer = 1 - r;
@@ -211,12 +212,12 @@ void expectGroupFailsOnBothRanks(size_t sendCount, DataType sendType, size_t rec
     const auto start = Clock::now();
     try {
       if (r == 0) {
-        Request send = comm.sendAsync(out.data(), sendCount, sendType, peer);
+        Request send = comm.sendAsync(out.data(), sendCount, sendType, peer, sendTag);
         Request recv = comm.recvAsync(backIn.data(), 1000, DataType::kInt64, peer);
         send.wait(Deadline::after(20));
         recv.wait(Deadline::after(20));
       } else {
-        Request recv = comm.recvAsync(in.data(), recvCount, recvType, peer);
+        Request recv = comm.recvAsync(in.data(), recvCount, recvType, peer, recvTag);
         Request send = comm.sendAsync(back.data(), 1000, DataType::kInt64, peer);
         recv.wait(Deadline::after(20));
         send.wait(Deadline::after(20));
@@ -234,6 +235,7 @@ void expectGroupFailsOnBothRanks(size_t sendCount, DataType sendType, size_t rec
   }
   EXPECT_EQ(errorCode(errors[1]), ErrorCode::kMismatch) << errorText(errors[1]);
   EXPECT_NE(errorText(errors[1]).find("peer rank 0"), std::string::npos) << errorText(errors[1]);
+  EXPECT_NE(errorText(errors[1]).find(named), std::string::npos) << errorText(errors[1]);
 }
 
 TEST(P2pGroup, CountMismatchInsideAGroupFailsBothRanks) {
@@ -243,6 +245,47 @@ TEST(P2pGroup, CountMismatchInsideAGroupFailsBothRanks) {
 
 TEST(P2pGroup, TypeMismatchInsideAGroupFailsBothRanks) {
   expectGroupFailsOnBothRanks(1000, DataType::kInt64, 1000, DataType::kFloat64);
+}
+
+TEST(P2pGroup, DifferingTagsFailBothRanksNamingBoth) {
+  expectGroupFailsOnBothRanks(1000, DataType::kInt64, 1000, DataType::kInt64, 5, 6, "tag 6");
+  expectGroupFailsOnBothRanks(1000, DataType::kInt64, 1000, DataType::kInt64, 7, 0, "tag 7");
+}
+
+TEST(P2pGroup, TaggedMessagesMatchInPostingOrder) {
+  // Every rank sends three tagged messages to each other and receives them, posted together.
+  constexpr size_t kCount = 5000;
+  auto errors = runRanks(3, optionsFor(""), [&](Communicator& comm) {
+    const int r = comm.rank(), n = comm.size();
+    std::vector<std::vector<int32_t>> out, in;
+    std::vector<Request> requests;
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      for (int k = 0; k < 3; ++k) {
+        out.push_back(message(r, q, k, kCount));
+        requests.push_back(
+            comm.sendAsync(out.back().data(), kCount, DataType::kInt32, q, 100 * r + k + 1));
+      }
+    }
+    in.reserve(size_t(n) * 3);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      for (int k = 0; k < 3; ++k) {
+        in.emplace_back(kCount, -1);
+        requests.push_back(
+            comm.recvAsync(in.back().data(), kCount, DataType::kInt32, q, 100 * q + k + 1));
+      }
+    }
+    for (Request& req : requests) req.wait(Deadline::after(30));
+    size_t i = 0;
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      for (int k = 0; k < 3; ++k) expectMessage(in[i++], q, r, k);
+    }
+    int32_t v = 1;
+    EXPECT_THROW(comm.send(&v, 1, DataType::kInt32, (r + 1) % n, -3), Error) << "negative tag";
+  });
+  expectNoErrors(errors);
 }
 
 TEST(P2pGroup, AbortFromAnotherThreadEndsAGroup) {

@@ -1,5 +1,5 @@
 """braid_torch's ops beyond test_collectives.py: gather and scatter from every root,
-all_gather_coalesced, monitored_barrier, refused tags, all_to_all's "not supported yet", the
+all_gather_coalesced, monitored_barrier, tags, all_to_all's "not supported yet", the
 device check; under PyTorch 2.x also the registration (extended API, "cpu" and "cuda"), the
 coalescing manager's fast paths (allgather_into_tensor_coalesced,
 reduce_scatter_tensor_coalesced), _abort_process_group and destroy_process_group's shutdown.
@@ -110,13 +110,19 @@ def worker():
         dist.group.WORLD.monitored_barrier(timedelta(seconds=20))
     checks += 1
 
-    # Refused: tags, all-to-all, tensors off the CPU.
-    peer = (rank + 1) % world
+    # Tags: matched in posting order and checked (each rank's tag is 7 + its rank).
+    peer, prev = (rank + 1) % world, (rank - 1) % world
+    got = torch.empty(3)
+    reqs = [dist.isend(torch.full((3,), float(rank)), dst=peer, tag=7 + rank),
+            dist.irecv(got, src=prev, tag=7 + prev)]
+    for r in reqs:
+        r.wait()
+    same(got, torch.full((3,), float(prev)), "tagged isend/irecv")
+
+    # Refused: negative tags, all-to-all, tensors off the CPU.
     msgs = [
-        refused(lambda: dist.send(torch.ones(2), dst=peer, tag=7), "tag 7", "send",
-                "not supported by braid yet"),
-        refused(lambda: dist.recv(torch.ones(2), src=peer, tag=7), "tag 7", "recv",
-                "not supported by braid yet"),
+        refused(lambda: dist.send(torch.ones(2), dst=peer, tag=-7), "tag -7", "send",
+                "negative"),
         refused(lambda: dist.all_to_all_single(torch.empty(world), torch.ones(world)),
                 "alltoall", "not supported by braid yet"),
         refused(lambda: dist.all_to_all([torch.empty(1)] * world, [torch.ones(1)] * world),
