@@ -12,6 +12,7 @@
 
 #include "bench/perf/args.h"
 #include "bench/perf/data.h"
+#include "bench/perf/placement.h"
 #include "bench/format/names.h"
 #include "bench/perf/report.h"
 #include "bench/format/table.h"
@@ -59,6 +60,11 @@ class Bench {
   /// Runs the sweep; returns the wrong elements summed over ranks and rows.
   int64_t run() {
     checkRoot();
+    probe_ = std::make_unique<PlacementProbe>(world_);
+    placementNow();
+    placement_.startNs = lastPlacementNs_;
+    placement_.cpu0 = probe_->cpu0();
+    placement_.cpu1 = probe_->cpu1();
     printPreamble();
     send_ = target_.allocate(args_.maxBytes);
     recv_ = target_.allocate(args_.maxBytes);
@@ -82,8 +88,15 @@ class Bench {
       }
     }
     double avgBusBw = busBwCount_ ? busBwSum_ / busBwCount_ : 0;
+    placementNow();
+    placement_.endNs = lastPlacementNs_;
+    if (!rows_.empty()) rows_.back().placementAfterNs = lastPlacementNs_;
     if (rank_ == 0) {
       print(formatFooter(wrongTotal_, avgBusBw));
+      if (lastPlacementNs_ >= 0) {
+        print(fmt::format("# Placement after the run: ranks 0 and 1 {} ({:.0f} ns round trip)\n",
+                          placementClass(lastPlacementNs_), lastPlacementNs_));
+      }
       if (!args_.outputFile.empty()) writeJson(avgBusBw);
     }
     // A launcher stops the job when any rank exits non-zero (as all do when something was
@@ -111,11 +124,18 @@ class Bench {
     for (const auto& line : lines) text += line;
     text += fmt::format(
         "# braid {}: {} ranks, launcher {}, buffers on {}, transport {}, algo {}, {} API, time of "
-        "{}\n#\n",
+        "{}\n",
         info_.name, nranks_, world_.launcher(), target_.describe(), transportName(),
         algorithmName(args_.algorithm),
         args_.deviceCuda ? "stream-ordered" : args_.blocking ? "blocking" : "non-blocking",
         averageName());
+    if (placement_.startNs >= 0) {
+      text += fmt::format(
+          "# Placement: ranks 0 and 1 on CPUs {} and {}, cache-line round trip {:.0f} ns ({}); "
+          "probed before every size (-J)\n",
+          placement_.cpu0, placement_.cpu1, placement_.startNs, placementClass(placement_.startNs));
+    }
+    text += "#\n";
     print(text);
   }
 
@@ -188,8 +208,17 @@ class Bench {
     return m;
   }
 
+  /// Probes the placement (ranks 0 and 1 together, after a barrier); the figure on rank 0.
+  void placementNow() {
+    world_.helper().barrier();
+    lastPlacementNs_ = probe_->measure();
+  }
+
   void runSize(uint64_t size, DataType type, RedOp op, int root) {
     const size_t es = dataTypeSize(type);
+    placementNow();
+    if (!rows_.empty()) rows_.back().placementAfterNs = lastPlacementNs_;
+    const double placementBefore = lastPlacementNs_;
     CheckSpec spec;
     spec.coll = &info_;
     spec.counts = info_.counts(size, es, nranks_);
@@ -230,7 +259,7 @@ class Bench {
     }
     if (rank_ == 0) {
       print(formatRow(row));
-      ReportRow report{row, ""};
+      ReportRow report{row, "", placementBefore, -1};
       try {
         report.algoChosen = algorithmName(world_.comm().chosenAlgorithm(info_.kind, c.bytes));
       } catch (const Error&) {
@@ -250,6 +279,7 @@ class Bench {
     info.transport = transportName();
     info.algo = algorithmName(args_.algorithm);
     info.args = args_;
+    info.placement = placement_;
     writeReport(args_.outputFile, makeReport(info, rows_, wrongTotal_, avgBusBw));
   }
 
@@ -265,6 +295,9 @@ class Bench {
   double busBwSum_ = 0;
   int busBwCount_ = 0;
   std::vector<ReportRow> rows_;
+  std::unique_ptr<PlacementProbe> probe_;
+  double lastPlacementNs_ = -1;
+  PlacementInfo placement_;
 };
 
 std::string baseName(const char* path) {

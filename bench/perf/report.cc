@@ -27,6 +27,11 @@ std::string joined(const std::vector<std::string>& parts) {
 
 }  // namespace
 
+const char* placementClass(double roundTripNs) {
+  if (roundTripNs < 0) return "n/a";
+  return roundTripNs < 150 ? "same L3" : "apart";
+}
+
 nlohmann::json makeReport(const RunInfo& info, const std::vector<ReportRow>& rows,
                           int64_t wrongTotal, double avgBusBw) {
   const BenchArgs& a = info.args;
@@ -57,6 +62,11 @@ nlohmann::json makeReport(const RunInfo& info, const std::vector<ReportRow>& row
       {"baseline", a.baselineMpi ? "mpi" : "none"},
       {"seed", a.seed},
   };
+  auto ns = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  doc["placement"] = {{"cpus", {info.placement.cpu0, info.placement.cpu1}},
+                      {"round_trip_ns_start", ns(info.placement.startNs)},
+                      {"round_trip_ns_end", ns(info.placement.endNs)},
+                      {"class", placementClass(info.placement.startNs)}};
   nlohmann::json jrows = nlohmann::json::array();
   for (const ReportRow& r : rows) {
     nlohmann::json jr;
@@ -78,6 +88,9 @@ nlohmann::json makeReport(const RunInfo& info, const std::vector<ReportRow>& row
     } else {
       jr["baseline"] = nullptr;
     }
+    jr["placement_ns"] = {{"before", ns(r.placementBeforeNs)},
+                          {"after", ns(r.placementAfterNs)},
+                          {"class", placementClass(r.placementBeforeNs)}};
     jrows.push_back(std::move(jr));
   }
   doc["rows"] = std::move(jrows);

@@ -11,6 +11,16 @@
 
 namespace braid::bench {
 
+/// "same L3", "apart" or "n/a": the class a placement probe's round trip falls in (the boundary,
+/// 150 ns, lies between the two placements the 2-vCPU VM shows: ~60 ns and ~330 ns).
+const char* placementClass(double roundTripNs);
+
+/// The placement probe's view of the run (bench/perf/placement.h).
+struct PlacementInfo {
+  int cpu0 = -1, cpu1 = -1;  ///< at the first probe
+  double startNs = -1, endNs = -1;
+};
+
 /// What describes a run besides its rows.
 struct RunInfo {
   std::string collective;  ///< "all_reduce", ...
@@ -21,18 +31,24 @@ struct RunInfo {
   std::string transport;  ///< as asked ("auto" when braid chooses)
   std::string algo;       ///< as asked ("auto" when the tuner chooses)
   BenchArgs args;
+  PlacementInfo placement;
 };
 
-/// A row plus what the tuner chose for it.
+/// A row plus what the tuner chose for it and the placement it ran in.
 struct ReportRow {
   Row row;
   std::string algoChosen;  ///< braid's choice for this size ("" when unknown)
+  double placementBeforeNs = -1;  ///< ranks 0-1 cache-line round trip before the size (-1: n/a)
+  double placementAfterNs = -1;   ///< and after it
 };
 
+
 /// The whole document. Stable keys: collective, ranks, dtype, op, algo, transport, host, date,
-/// launcher, params{...}, rows[{size, count, type, redop, root, algo, out_of_place{time_us,
-/// algbw, busbw, wrong}, in_place{...}, baseline{name, time_us, busbw, ratio} | null}],
-/// wrong_total, avg_busbw. "wrong" is null when validation was off.
+/// launcher, params{...}, placement{cpus[2], round_trip_ns_start, round_trip_ns_end, class},
+/// rows[{size, count, type, redop, root, algo, out_of_place{time_us, algbw, busbw, wrong},
+/// in_place{...}, baseline{name, time_us, busbw, ratio} | null, placement_ns{before, after,
+/// class}}], wrong_total, avg_busbw. "wrong" is null when validation was off; placement figures
+/// are null where the probe could not measure (one rank, ranks 0 and 1 on two hosts).
 nlohmann::json makeReport(const RunInfo& info, const std::vector<ReportRow>& rows,
                           int64_t wrongTotal, double avgBusBw);
 

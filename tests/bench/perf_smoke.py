@@ -93,6 +93,17 @@ def main():
             fail(f"{args.json}: {len(doc['rows'])} rows, wrong_total {doc['wrong_total']}", output)
         if args.baseline and not any(r["baseline"] for r in doc["rows"]):
             fail(f"{args.json}: no baseline numbers", output)
+        # Two ranks on this host: the placement probe measured before and after every size.
+        if doc["ranks"] >= 2:
+            probe = doc["placement"]
+            if not (probe["round_trip_ns_start"] or 0) > 0 or probe["class"] == "n/a":
+                fail(f"{args.json}: no placement probe: {probe}", output)
+            for r in doc["rows"]:
+                p = r["placement_ns"]
+                if not ((p["before"] or 0) > 0 and (p["after"] or 0) > 0):
+                    fail(f"{args.json}: size {r['size']}: placement {p}", output)
+            if "# Placement: ranks 0 and 1 on CPUs" not in output:
+                fail("no placement line in the preamble", output)
     print(f"ok: {len(rows)} rows, all #wrong 0")
 
 

@@ -78,6 +78,22 @@ TEST(PerfReport, DocumentHasParametersAndRows) {
   EXPECT_EQ(utcNow().size(), 20u);
 }
 
+TEST(PerfReport, PlacementFiguresAndTheirClass) {
+  auto rows = sampleRows(false);
+  rows[0].placementBeforeNs = 61;
+  rows[0].placementAfterNs = 330;
+  RunInfo info = sampleInfo("auto");
+  info.placement = {3, 7, 61, 330};
+  nlohmann::json doc = makeReport(info, rows, 0, 1.0);
+  EXPECT_EQ(doc["placement"]["cpus"], nlohmann::json({3, 7}));
+  EXPECT_EQ(doc["placement"]["round_trip_ns_start"], 61.0);
+  EXPECT_EQ(doc["placement"]["class"], "same L3");
+  EXPECT_EQ(doc["rows"][0]["placement_ns"]["after"], 330.0);
+  EXPECT_TRUE(doc["rows"][1]["placement_ns"]["before"].is_null()) << "not measured: null";
+  EXPECT_STREQ(placementClass(331), "apart");
+  EXPECT_STREQ(placementClass(-1), "n/a");
+}
+
 bool haveMatplotlib() {
   return std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
 }
