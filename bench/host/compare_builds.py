@@ -42,7 +42,7 @@ def main():
              f"{args.runs} runs each, medians per size (out-of-place).", "",
              "| size | A us | B us | B/A | A: MPI/braid | B: MPI/braid |",
              "|---:|---:|---:|---:|---:|---:|"]
-    for (size, ta, _, ma, _), (_, tb, _, mb, _) in zip(a, b):
+    for (size, ta, _, ma, _, _), (_, tb, _, mb, _, _) in zip(a, b):
         lines.append(f"| {human(size)} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | {ma / ta:.2f} | "
                      f"{mb / tb:.2f} |")
     report("\n".join(lines), args.out)

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Runs a braid *_perf binary under mpirun with --baseline mpi several times and prints the
-median per size: braid time/busbw, MPI time/busbw, the ratio, and the memory-bandwidth bound.
+median per size: braid time/busbw, MPI time/busbw, the ratio, and the memory-bandwidth bound;
+over all rounds, then over the rounds of each placement the bench's probe saw (ranks 0 and 1
+sharing an L3 cache or apart), each with its number of rounds.
 
   bench/host/compare_mpi.py --ranks 2 --runs 3 -b 8 -e 256M -f 2 [--bench all_reduce_perf]
                             [--copy-gbps X] [--extra "-z 1"] [--out results.md]
@@ -44,15 +46,23 @@ def copy_gbps(build, copiers):
                 total += b["bytes_per_second"] * b["cpu_time"] / b["real_time"] / 1e9
     return total
 
-def median_rows(runs):
-    """Per size over several runs' JSON: (size, braid us, braid busbw, MPI us, MPI busbw) medians
-    of the out-of-place column and the MPI baseline."""
+def placement_of(run, i):
+    """The placement class ("same L3", "apart", "n/a") the probe saw before row i of a run."""
+    return (run["rows"][i].get("placement_ns") or {}).get("class", "n/a")
+
+def median_rows(runs, placement=None):
+    """Per size over several runs' JSON: (size, braid us, braid busbw, MPI us, MPI busbw, rounds)
+    medians of the out-of-place column and the MPI baseline; with `placement`, only the rounds
+    whose probe saw that placement before the size (sizes with none are left out)."""
     rows = []
     for i, row in enumerate(runs[0]["rows"]):
+        chosen = [r for r in runs if placement is None or placement_of(r, i) == placement]
+        if not chosen:
+            continue
         def med(col, key):
-            return statistics.median(r["rows"][i][col][key] for r in runs)
+            return statistics.median(r["rows"][i][col][key] for r in chosen)
         rows.append((row["size"], med("out_of_place", "time_us"), med("out_of_place", "busbw"),
-                     med("baseline", "time_us"), med("baseline", "busbw")))
+                     med("baseline", "time_us"), med("baseline", "busbw"), len(chosen)))
     return rows
 
 def report(text, out):
@@ -90,14 +100,21 @@ def main():
     n = args.ranks
     lines = [f"`{command}` x {args.runs}, median per size. Bound: every rank reads its input and "
              f"writes its output once, all ranks sharing {gbps:.1f} GB/s (memcpy of 64 MiB in "
-             f"{copiers} processes at once, bytes read + written per wall second).", "",
-             "| size | braid us | braid busbw | MPI us | MPI busbw | braid/MPI | bound us | of bound |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for size, t, bw, mt, mbw in median_rows(runs):
-        # Each rank reads its input and writes its output once; all ranks share the memory.
-        bound_us = (2 * size * n) / (gbps * 1e9) * 1e6
-        lines.append(f"| {human(size)} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
-                     f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
+             f"{copiers} processes at once, bytes read + written per wall second)."]
+    # All rounds, then (ranks 0 and 1 probed: bench/perf/placement.h) the rounds of each
+    # placement apart, since the host moves the vCPUs between runs.
+    classes = sorted({placement_of(r, i) for r in runs for i in range(len(r["rows"]))} - {"n/a"})
+    for placement in [None] + (classes if classes else []):
+        title = "all rounds" if placement is None else f"rounds with ranks 0 and 1 {placement}"
+        lines += ["", f"{title}:", "",
+                  "| size | rounds | braid us | braid busbw | MPI us | MPI busbw | braid/MPI | "
+                  "bound us | of bound |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for size, t, bw, mt, mbw, k in median_rows(runs, placement):
+            # Each rank reads its input and writes its output once; all ranks share the memory.
+            bound_us = (2 * size * n) / (gbps * 1e9) * 1e6
+            lines.append(f"| {human(size)} | {k} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
+                         f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
     report("\n".join(lines), args.out)
 
 if __name__ == "__main__":
