@@ -129,6 +129,7 @@ inline std::vector<char> expectedOutput(Collective coll, DataType t, RedOp op, s
 
 /// Byte-exact comparison; returns the index of the first differing element or -1.
 inline long firstMismatch(const void* a, const void* b, size_t count, size_t elem) {
+  if (count == 0) return -1;  // empty buffers may be null, which memcmp must not see
   const char* x = static_cast<const char*>(a);
   const char* y = static_cast<const char*>(b);
   if (std::memcmp(x, y, count * elem) == 0) return -1;
