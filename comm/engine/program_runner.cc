@@ -431,7 +431,19 @@ void ProgramRunner::run(const RankProgram& program, const ExecArgs& args) {
   for (const Lane& lane : program.lanes) {
     if (!lane.steps.empty()) addCursor(LaneRun{&lane, &args});
   }
-  runCursors();
+  try {
+    runCursors();
+  } catch (...) {
+    abandonLaunched();
+    throw;
+  }
+}
+
+void ProgramRunner::abandonLaunched() {
+  // However the run failed (a launch, a transport call, a check), work a deferred engine launched
+  // may still use the buffers: it ends before they go back to the caller (idempotent).
+  engine_.abandon();
+  pending_.clear();
 }
 
 bool ProgramRunner::runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed) {
@@ -449,6 +461,7 @@ bool ProgramRunner::resumeGroup(LaneFeed& feed) {
   try {
     drained = runCursors();
   } catch (...) {
+    abandonLaunched();
     endGroup();
     throw;
   }

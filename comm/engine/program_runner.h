@@ -159,6 +159,8 @@ class ProgramRunner {
   bool runCursors();
   /// Forgets a group's lanes (its feed may free them).
   void endGroup();
+  /// After any failure of a run: lets the engine's launched pieces end and forgets them.
+  void abandonLaunched();
   /// Appends a cursor for `run`, ordered after the last lane on its peer and direction (groups).
   void addCursor(const LaneRun& run);
   /// Takes the lanes feed_ has for the run (point-to-point groups); counts them as unfinished.
