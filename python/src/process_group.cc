@@ -303,14 +303,23 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_allgather_base(
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
+  // As torch.distributed.all_gather_coalesced (and Gloo): outputs[r] is rank r's list, one
+  // tensor per input.
   constexpr const char* kName = "allgather_coalesced";
-  TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
-              " output lists for ", inputs.size(), " inputs");
+  TORCH_CHECK(static_cast<int>(outputs.size()) == getSize(), "braid ", kName, ": ",
+              outputs.size(), " output lists for a group of ", getSize(),
+              " ranks (one list per rank)");
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    TORCH_CHECK(outputs[r].size() == inputs.size(), "braid ", kName, ": the output list of rank ",
+                r, " holds ", outputs[r].size(), " tensors for ", inputs.size(), " inputs");
+  }
   auto work = makeWork(OpType::ALLGATHER_COALESCED, kName);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    submitAllgather(*work, outputs[i], inputs[i], kName);
-    work->outputs.insert(work->outputs.end(), outputs[i].begin(), outputs[i].end());
+    std::vector<at::Tensor> fromEachRank;
+    for (auto& list : outputs) fromEachRank.push_back(list[i]);
+    submitAllgather(*work, fromEachRank, inputs[i], kName);
   }
+  for (auto& list : outputs) work->outputs.insert(work->outputs.end(), list.begin(), list.end());
   return work;
 }
 

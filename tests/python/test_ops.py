@@ -95,11 +95,12 @@ def worker():
 
     # all_gather_coalesced: several inputs of different shapes (torch wants one dtype), one call.
     inputs = [make(torch.int64, 10, rank, "c0").reshape(2, 5), make(torch.int64, 7, rank, "c1")]
-    outputs = [[torch.empty_like(t) for _ in range(world)] for t in inputs]
+    # outputs[r] is rank r's list, one tensor per input (torch's documented layout, Gloo's).
+    outputs = [[torch.empty_like(t) for t in inputs] for _ in range(world)]
     dist.all_gather_coalesced(outputs, inputs)
     for i, t in enumerate(inputs):
         for r in range(world):
-            same(outputs[i][r], make(t.dtype, t.numel(), r, f"c{i}").reshape(t.shape),
+            same(outputs[r][i], make(t.dtype, t.numel(), r, f"c{i}").reshape(t.shape),
                  f"all_gather_coalesced #{i} from {r}")
 
     # monitored_barrier (1.13's dist.monitored_barrier takes Gloo only: ask the group there).
