@@ -90,6 +90,7 @@ comm::TunerConfig CommState::tunerConfig() const {
 }
 
 OpDesc CommState::issue(OpDesc d) {
+  setLogRank(rank);  // this thread's log lines name the rank it calls for
   size_t inBytes, outBytes;
   comm::validateOp(d, rank, size, &inBytes, &outBytes);
   if (d.count > 0) medium->checkBuffers(d, inBytes, outBytes);
@@ -155,6 +156,7 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
     prog = program(spec);
   }
 
+  BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
   try {
     executor->run(prog ? *prog : plan.p2p, args);
     if (comm::needsCompletionExchange(d.coll) && size > 1) {
@@ -176,6 +178,7 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
       finArgs.streamOutput = false;
       executor->run(*program(fin), finArgs);
     }
+    BRAID_TRACE("rank {}: {} end", rank, comm::describeHeader(args.header));
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     throw;
@@ -361,6 +364,7 @@ void CommState::workerLoop() {
   // SCHED_IDLE while it only watches the queue: its polls never preempt the caller's thread, which
   // usually shares its core (mpirun binds a rank to one) and runs ops itself when it waits.
   medium->progressThreadStarted();
+  setLogRank(rank);
   sched_param param{};
   const int idlePolicy = callersRun ? SCHED_IDLE : SCHED_OTHER;
   sched_setscheduler(0, idlePolicy, &param);

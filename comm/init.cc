@@ -53,6 +53,7 @@ std::shared_ptr<CommState> makeState(std::shared_ptr<Store> store, int rank, int
                                      const Options& options) {
   BRAID_ENFORCE(size >= 1 && rank >= 0 && rank < size, ErrorCode::kInvalidUsage,
                 "rank {} is outside 0..{} (world size {})", rank, size - 1, size);
+  setLogRank(rank);
   auto state = CommState::make(rank, size, resolveOptions(options));
   state->store = std::move(store);
   return state;

@@ -88,7 +88,8 @@ std::vector<int> laneOptions(Algorithm family, int channels) {
 
 std::vector<size_t> chunkOptions(Algorithm family, size_t slot, bool pick) {
   std::vector<size_t> out{slot};
-  if (pick && (family == Algorithm::kChain || family == Algorithm::kTree || family == Algorithm::kHier)) {
+  if (pick &&
+      (family == Algorithm::kChain || family == Algorithm::kTree || family == Algorithm::kHier)) {
     for (size_t c : {slot / 2, slot / 4}) {
       if (c >= 4096 && c % 8 == 0) out.push_back(c);
     }
@@ -145,8 +146,8 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
     return d;
   }
 
-  for (Algorithm family :
-       {Algorithm::kOneShot, Algorithm::kRing, Algorithm::kChain, Algorithm::kTree, Algorithm::kHier}) {
+  for (Algorithm family : {Algorithm::kOneShot, Algorithm::kRing, Algorithm::kChain,
+                           Algorithm::kTree, Algorithm::kHier}) {
     CandidateReport r;
     r.family = family;
     r.predictedUs = kInf;
@@ -193,8 +194,8 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   // disagrees.
   if (singleShmNode(graph)) {
     const Algorithm legacy = perPeer <= std::min(kDirectMaxBytes, capacity) ? Algorithm::kOneShot
-                          : isRooted(shape)                                ? Algorithm::kChain
-                                                                         : Algorithm::kRing;
+                             : isRooted(shape)                              ? Algorithm::kChain
+                                                                            : Algorithm::kRing;
     const int legacyLanes = legacy == Algorithm::kOneShot ? 1 : config.channels;
     for (CandidateReport& r : d.reports) {
       if (r.family != legacy || !r.excluded.empty()) continue;
@@ -277,7 +278,7 @@ Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes) {
   std::lock_guard<std::mutex> lock(cache.mutex);
   if (cache.decisions.size() >= kCacheLimit) cache.decisions.clear();
   cache.decisions.emplace(key, d.choice);
-  if (logEnabled(LogLevel::kInfo) &&
+  if (logEnabled(LogLevel::kInfo, LogSubsys::kTune) &&
       cache.logged.emplace(static_cast<int>(shape), std::bit_width(inputBytes)).second) {
     BRAID_INFO("{}", oneLine(config, model, shape, inputBytes, d.reports));
   }

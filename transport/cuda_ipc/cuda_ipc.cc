@@ -288,9 +288,8 @@ void CudaIpcTransport::connectPeers(KeyValue& kv, Deadline deadline) {
           &layout_.rank(segment_, p)->bell);
     }
   }
-  logAt(LogLevel::kInfo,
-        "rank {}: cuda_ipc: connected {} ranks on device {}, {} x {} slots of {} B", rank_, size_,
-        device_, channels_, slots_, slotBytes_);
+  BRAID_INFO("rank {}: cuda_ipc: connected {} ranks on device {}, {} x {} slots of {} B", rank_,
+             size_, device_, channels_, slots_, slotBytes_);
 }
 
 void CudaIpcTransport::cleanup() {
