@@ -38,6 +38,17 @@ void CommState::start(std::unique_ptr<transport::Endpoint> connected,
   endpoint = std::move(connected);
   executor =
       std::make_unique<comm::Executor>(*endpoint, aborted, oversubscribed, std::move(pieces));
+  if (!medium->callersRun()) {
+    // Only the progress thread runs ops (the device): start it now, and let it set itself up
+    // (progressThreadStarted: CUDA's per-thread state) before any call can make a stream wait
+    // for it.
+    std::unique_lock<std::mutex> lock(queueMutex);
+    wakeWorkerLocked();
+    const bool ready = waitersCv.wait_for(lock, std::chrono::seconds(60),
+                                          [&] { return workerStarted; });
+    BRAID_ENFORCE(ready, ErrorCode::kTimeout,
+                  "rank {}: the communicator's progress thread did not start within 60 s", rank);
+  }
 }
 
 void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message) {
@@ -365,6 +376,11 @@ void CommState::workerLoop() {
   // usually shares its core (mpirun binds a rank to one) and runs ops itself when it waits.
   medium->progressThreadStarted();
   setLogRank(rank);
+  {
+    std::lock_guard<std::mutex> started(queueMutex);
+    workerStarted = true;
+  }
+  waitersCv.notify_all();
   sched_param param{};
   const int idlePolicy = callersRun ? SCHED_IDLE : SCHED_OTHER;
   sched_setscheduler(0, idlePolicy, &param);

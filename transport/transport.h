@@ -83,7 +83,7 @@ class RecvChannel {
  public:
   virtual ~RecvChannel() = default;
   /// The oldest posted and not yet released message (same pointer until release()), or nullptr.
-  /// *bytes and *meta receive its size and header.
+  /// *bytes and *meta receive its size and header (either may be nullptr: not wanted).
   virtual const void* tryPeek(size_t* bytes, MessageMeta* meta) = 0;
   /// Frees the slot returned by tryPeek() for the sender to reuse.
   virtual void release() = 0;

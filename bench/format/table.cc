@@ -35,9 +35,10 @@ std::string formatParamsLine(uint64_t minBytes, uint64_t maxBytes, uint64_t step
       stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, aggIters, check ? 1 : 0, 0);
 }
 
-std::string formatDeviceLine(int rank, int pid, const std::string& host, int device) {
-  return fmt::sprintf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [cpu] host memory\n", rank,
-                      0, pid, host, device);
+std::string formatDeviceLine(int rank, int pid, const std::string& host, int device,
+                             const std::string& label) {
+  return fmt::sprintf("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s\n", rank, 0, pid, host,
+                      device, label);
 }
 
 std::string formatHeader(bool withBaseline) {

@@ -41,8 +41,10 @@ struct Row {
 std::string formatParamsLine(uint64_t minBytes, uint64_t maxBytes, uint64_t stepBytes,
                              uint64_t stepFactor, int warmupIters, int iters, int aggIters,
                              bool check);
-/// "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] host memory"
-std::string formatDeviceLine(int rank, int pid, const std::string& host, int device);
+/// "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] host memory" (label: what
+/// follows the device number; nccl-tests prints "[0x06] NVIDIA H200" for a GPU).
+std::string formatDeviceLine(int rank, int pid, const std::string& host, int device,
+                             const std::string& label = "[cpu] host memory");
 /// The three header lines (each ending in '\n'), with the baseline columns when asked.
 std::string formatHeader(bool withBaseline);
 /// One row, ending in '\n'.

@@ -1,85 +1,161 @@
 #!/usr/bin/env bash
 # Everything braid owes on a GPU machine, in one go (bench/gpu/README.md):
-#   1. the GPU tests (ctest -L cuda): kernels vs CPU reference for every dtype x op; device
-#      collectives for every collective x dtype x op x algorithm, 1..8 ranks on one GPU as threads
-#      and as processes, in place and out of place, odd counts; errors and stream ordering;
-#      once with the driver stream wait (cuStreamWaitValue32) and once with the wait kernel;
-#      the transport conformance suite over cuda_ipc;
-#   2. compute-sanitizer (memcheck, racecheck) over small all-reduces;
+#   1. the GPU tests: kernels vs CPU reference for every dtype x op; device collectives for every
+#      collective x dtype x op x algorithm, 1..8 ranks on one GPU as threads and as processes, in
+#      place and out of place, odd counts; errors and stream ordering; once with the driver stream
+#      wait (cuStreamWaitValue32) and once with the wait kernel; the transport conformance suite
+#      over cuda_ipc;
+#   2. compute-sanitizer (memcheck, racecheck) over small all-reduces and the kernels;
 #   3. the reduce-copy kernel's GB/s vs cudaMemcpy D2D at 256 MiB float32 and bfloat16;
-#   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU.
-# Usage: bench/gpu/run_gpu_checks.sh [BUILD_DIR] [OUT_DIR]   (from the repository root)
-# Exit status: 0 when every step passed; the failing steps are listed at the end.
+#   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU;
+#   5. braid_torch built against the machine's PyTorch (needs DEPS, below) and its tests run;
+#   6. the machine: nvidia-smi, ibv_devices, compilers.
+# Usage: bench/gpu/run_gpu_checks.sh [BUILD_OR_BIN] [OUT_DIR] [DEPS]   (from the repository root)
+#   BUILD_OR_BIN: a folder of prebuilt binaries (bench/gpu/pack_prebuilt.sh's DEST/bin), used as it
+#   is; otherwise a build folder, configured and built here. DEPS: a prefix holding fmt, GoogleTest
+#   and nlohmann-json for the braid_torch build (pack_prebuilt.sh's DEST/deps/usr); without it that
+#   step uses the system's.
+# Every step has a time limit (it fails at it). Exit status 0 when every step passed; the failing
+# steps are listed at the end.
 set -u
-BUILD=${1:-build-gpu}
+BIN=${1:-build-gpu}
 OUT=${2:-gpu-results}
+DEPS=${3:-}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 JOBS=${JOBS:-$(nproc)}
 failed=()
+SRC=$(pwd)
 
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON >"$OUT/configure.log" 2>&1 ||
-  { echo "configure failed (see $OUT/configure.log)"; exit 1; }
-cmake --build "$BUILD" -j"$JOBS" --target cuda_cpu_test cuda_gpu_test cuda_proc_test \
-  conformance_test gpu_kernels_bench all_reduce_perf braidrun >"$OUT/build.log" 2>&1 ||
-  { echo "build failed (see $OUT/build.log)"; tail -30 "$OUT/build.log"; exit 1; }
-nvidia-smi >"$OUT/nvidia-smi.log" 2>&1 || true
+TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
+  all_reduce_perf braidrun)
+if [ -x "$BIN/cuda_gpu_test" ]; then
+  export LD_LIBRARY_PATH="$(cd "$BIN" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  cmake -S . -B "$BIN" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON \
+    >"$OUT/configure.log" 2>&1 || { echo "configure failed (see $OUT/configure.log)"; exit 1; }
+  cmake --build "$BIN" -j"$JOBS" --target "${TARGETS[@]}" >"$OUT/build.log" 2>&1 ||
+    { echo "build failed (see $OUT/build.log)"; tail -30 "$OUT/build.log"; exit 1; }
+fi
+bin() { find "$BIN" -name "$1" -type f -perm -u+x | head -1; }
+GPU_TEST=$(bin cuda_gpu_test) PROC_TEST=$(bin cuda_proc_test) CPU_TEST=$(bin cuda_cpu_test)
+CONF_TEST=$(bin conformance_test) KBENCH=$(bin gpu_kernels_bench) PERF=$(bin all_reduce_perf)
+BRAIDRUN=$(bin braidrun)
+export BRAID_TIMEOUT=${BRAID_TIMEOUT:-30}
 
-BRAIDRUN=$(ls "$BUILD"/tools/braidrun "$BUILD"/bin/braidrun 2>/dev/null | head -1)
-PERF=$BUILD/bench/all_reduce_perf
-export BRAID_TIMEOUT=${BRAID_TIMEOUT:-60}
+{ nvidia-smi; nvidia-smi -q | grep -i -A3 "clocks\b" | head -20; echo "RDMA devices (/sys/class/infiniband): [$(ls /sys/class/infiniband 2>&1 | tr '\n' ' ')]";
+  command -v ibv_devices && ibv_devices; nvcc --version; g++ --version | head -1;
+  cmake --version | head -1; python3 -c 'import torch; print("torch", torch.__version__,
+  torch.version.cuda, torch.cuda.get_device_name(0))'; nproc; free -g; df -h /dev/shm; } \
+  >"$OUT/machine.log" 2>&1
 
-check_status() {  # name, command...: like step but judges by the command's own status
-  local name=$1
-  shift
-  echo "=== $name: $*"
-  "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  tail -25 "$OUT/$name.log"
-  [ $rc -eq 0 ] || failed+=("$name (rc $rc)")
+# Every thread's stack of every process under PID (cuda-gdb attaches to host code too), so a
+# hang says where it hangs. Appended to FILE.
+dump_stacks() {
+  local pid=$1 file=$2 gdb p kids
+  gdb=$(command -v cuda-gdb || echo /usr/local/cuda/bin/cuda-gdb)
+  local pids=($pid)
+  for ((i = 0; i < ${#pids[@]}; i++)); do
+    kids=$(pgrep -P "${pids[$i]}" | tr '\n' ' ')
+    pids+=($kids)
+  done
+  for p in "${pids[@]:0:9}"; do
+    echo "===== stacks of pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | cut -c1-200)"
+    timeout 25 "$gdb" -batch -p "$p" -ex "thread apply all bt 25" 2>&1 | grep -E "^#|^Thread" |
+      grep -v "in ?? ()" | head -150
+  done >>"$file" 2>&1
 }
 
-# 1. Tests (threads and processes), with each stream-wait mode.
-check_status ctest-driver-wait env BRAID_CUDA_WAIT=auto \
-  ctest --test-dir "$BUILD" -L cuda --output-on-failure --timeout 900
-check_status ctest-kernel-wait env BRAID_CUDA_WAIT=kernel \
-  ctest --test-dir "$BUILD" -L cuda -R 'DeviceThreads|DeviceProcesses' --output-on-failure --timeout 900
-# The transport conformance suite over cuda_ipc (device slots; threads and forked ranks).
-check_status ctest-conformance-cuda-ipc \
-  ctest --test-dir "$BUILD" -R 'cuda_ipc' --output-on-failure --timeout 600
-# No test may have skipped on a GPU machine.
-if grep -q "Skipped\|SKIPPED" "$OUT/ctest-driver-wait.log" "$OUT/ctest-conformance-cuda-ipc.log"; then
-  failed+=("tests skipped on a GPU")
+# step NAME LIMIT_S COMMAND...: runs it with a time limit, its output in OUT/NAME.log; at the
+# limit the stacks of its processes go to OUT/NAME.stacks before it is killed.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  setsid "$@" >"$OUT/$name.log" 2>&1 &
+  local pid=$! rc
+  while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t0)) -lt "$limit" ]; do sleep 0.5; done
+  if kill -0 "$pid" 2>/dev/null; then
+    dump_stacks "$pid" "$OUT/$name.stacks"
+    kill -TERM -- -"$pid" 2>/dev/null
+    sleep 2
+    kill -KILL -- -"$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rc=124
+  else
+    wait "$pid"
+    rc=$?
+  fi
+  echo "=== $name: rc $rc, $((SECONDS - t0)) s: $*" | tee -a "$OUT/steps.log"
+  [ $rc -eq 0 ] || failed+=("$name (rc $rc)")
+}
+# bg NAME LIMIT_S COMMAND...: the same in the background (collected by `wait`).
+bg() { step "$@" >/dev/null & }
+
+# 5 (started first, on the CPU): braid_torch against this machine's PyTorch, then its tests.
+torch_step() {
+  local tb=$SRC/build-torch-gpu
+  cmake -S "$SRC" -B "$tb" -G Ninja -DCMAKE_BUILD_TYPE=Release ${DEPS:+-DCMAKE_PREFIX_PATH=$DEPS} \
+    -DBRAID_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBRAID_WITH_TORCH=OFF \
+    -DBRAID_WITH_TORCH2=ON -DBRAID_TORCH2_PYTHON="$(command -v python3)" -DBRAID_WITH_MPI=OFF \
+    -DBRAID_WITH_UCX=OFF -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_FUZZ=OFF -DBRAID_WITH_TRAINER=OFF &&
+    cmake --build "$tb" -j6 --target braid_torch2 &&
+    for t in collectives_2 ops_2 p2p_2 ddp torch_cuda; do
+      [ -f "$SRC/tests/python/test_${t%_2}.py" ] || continue
+      echo "--- $t"
+      ctest --test-dir "$tb" -R "^torch2_$t\$" -FA '.*' --output-on-failure --timeout 120 || return 1
+    done
+}
+if [ -n "${BRAID_GPU_SKIP_TORCH:-}" ]; then :; else
+  export -f torch_step; export SRC DEPS
+  bg torch 300 bash -c torch_step
 fi
 
-# 2. compute-sanitizer over small all-reduces (threads: raw pointers; processes: IPC handles).
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$SAN" ]; then
-  check_status sanitizer-memcheck-threads "$SAN" --tool memcheck --error-exitcode 9 \
-    "$BUILD/tests/cuda/cuda_gpu_test" --gtest_filter='DeviceThreadsOrdering.*:CudaKernels.InPlace*'
-  check_status sanitizer-racecheck-kernels "$SAN" --tool racecheck --error-exitcode 9 \
-    "$BUILD/tests/cuda/cuda_gpu_test" --gtest_filter='CudaKernels.CopyToOneAndTwoDestinations'
-  check_status sanitizer-memcheck-processes "$BRAIDRUN" -n 2 "$SAN" --tool memcheck \
-    --error-exitcode 9 "$PERF" -b 8 -e 4M -f 8 -n 2 -w 1
-else
-  failed+=("compute-sanitizer not found")
-fi
+# 1. Correctness, concurrently (they share the GPU; no timing here).
+bg cpu-tests 60 "$CPU_TEST"
+bg gpu-tests 100 env BRAID_CUDA_WAIT=auto "$GPU_TEST"
+bg proc-tests 100 env BRAID_CUDA_WAIT=auto "$PROC_TEST"
+# Each case in a process of its own (as under ctest): the forked-rank cases need a parent that
+# never initialised CUDA.
+conformance_cases() {
+  local suite="" line rc=0
+  while IFS= read -r line; do
+    case "$line" in
+      " "*) [[ "$line" == *cuda_ipc* ]] || continue
+            "$CONF_TEST" --gtest_filter="$suite${line#  }" || rc=1 ;;
+      *) suite=$line ;;
+    esac
+  done < <("$CONF_TEST" --gtest_list_tests | sed 's/ *#.*//; s/ *$//')
+  return $rc
+}
+export -f conformance_cases; export CONF_TEST
+bg conformance-cuda-ipc 90 bash -c conformance_cases
+bg kernels-validate-all 60 "$KBENCH" --bytes 16M --iters 3 --types all --ops all
+wait_fg() { while [ "$(jobs -r | wc -l)" -gt "$1" ]; do sleep 1; done; }
+wait_fg 1   # all but the torch build
 
-# 3. Kernel bandwidth vs cudaMemcpy, after validating every dtype x op against the reference.
-check_status kernels-validate-all "$BUILD/bench/gpu.dir/gpu_kernels_bench" --bytes 16M \
-  --iters 3 --types all --ops all
-check_status kernels-256M "$BUILD/bench/gpu.dir/gpu_kernels_bench" --bytes 256M --iters 20 \
-  --types float,bfloat16 --ops sum
-
-# 4. all_reduce_perf, 2 and 4 ranks on the GPU(s), each algorithm.
+# 3. Timings, one at a time.
+step kernels-256M 45 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --ops sum
 for n in 2 4; do
-  check_status "all_reduce_perf-${n}ranks" "$BRAIDRUN" -n "$n" "$PERF" --device cuda -b 8 -e 1G -f 4
-  for algo in ring oneshot; do
-    check_status "all_reduce_perf-${n}ranks-$algo" "$BRAIDRUN" -n "$n" "$PERF" --device cuda \
-      -b 8 -e 64M -f 4 \
-      --algo "$algo"
-  done
+  step "all_reduce_perf-${n}ranks" 60 "$BRAIDRUN" -n "$n" "$PERF" --device cuda -b 8 -e 1G -f 4
 done
 
+# 1b and 2: the wait kernel, and compute-sanitizer (slow), concurrently.
+bg gpu-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$GPU_TEST" --gtest_filter='*DeviceThreads*'
+bg proc-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$PROC_TEST"
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+bg sanitizer-memcheck-threads 90 "$SAN" --tool memcheck --error-exitcode 9 "$GPU_TEST" \
+  --gtest_filter='DeviceThreadsOrdering.*:CudaKernels.InPlace*:CudaKernels.Copy*'
+bg sanitizer-racecheck-kernels 90 "$SAN" --tool racecheck --error-exitcode 9 "$GPU_TEST" \
+  --gtest_filter='CudaKernels.CopyToOneAndTwoDestinations:CudaKernels.ReduceMany*'
+bg sanitizer-memcheck-processes 90 "$BRAIDRUN" -n 2 "$SAN" --tool memcheck --error-exitcode 9 \
+  "$PERF" --device cuda -b 8 -e 4M -f 8 -n 2 -w 1
+wait
+# The background steps' failures were recorded in their subshells: read them from steps.log.
+mapfile -t failed < <(grep -v ': rc 0,' "$OUT/steps.log" | sed 's/^=== //; s/,.*//')
+if grep -l "SKIPPED\|\[  SKIPPED" "$OUT"/*tests*.log "$OUT"/conformance*.log 2>/dev/null; then
+  failed+=("tests skipped on a GPU")
+fi
 echo
 if [ ${#failed[@]} -eq 0 ]; then
   echo "ALL GPU CHECKS PASSED (logs in $OUT)"

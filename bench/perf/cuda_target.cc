@@ -20,13 +20,6 @@ void check(cudaError_t e, int rank, const char* what) {
   }
 }
 
-int localRank() {
-  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
-    if (auto value = envInt(name)) return static_cast<int>(*value);
-  }
-  return 0;
-}
-
 class CudaTarget final : public Target {
  public:
   CudaTarget(World& world, const CollInfo& info, const Options& options)
@@ -37,6 +30,9 @@ class CudaTarget final : public Target {
                   rank_);
     device_ = localRank() % devices;
     check(cudaSetDevice(device_), rank_, "cudaSetDevice");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device_), rank_, "cudaGetDeviceProperties");
+    label_ = fmt::format("[0x{:02x}] {}", prop.pciBusID, prop.name);
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), rank_, "cudaStreamCreate");
     comm_ = std::make_unique<DeviceCommunicator>(
         DeviceCommunicator::create(world.comm(), device_, options));
@@ -91,6 +87,8 @@ class CudaTarget final : public Target {
   }
 
   std::string describe() const override { return fmt::format("cuda device {}", device_); }
+  int deviceNumber() const override { return device_; }
+  std::string deviceLabel() const override { return label_; }
 
  private:
   struct Buffer {
@@ -137,6 +135,7 @@ class CudaTarget final : public Target {
   const int rank_;
   const CollInfo& info_;
   int device_ = 0;
+  std::string label_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<DeviceCommunicator> comm_;
   std::vector<Buffer> buffers_;

@@ -35,13 +35,6 @@ std::string hostName() {
   return buf;
 }
 
-int localRank() {
-  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
-    if (auto value = envInt(name)) return static_cast<int>(*value);
-  }
-  return 0;
-}
-
 void print(const std::string& text) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
@@ -114,7 +107,8 @@ class Bench {
   }
 
   void printPreamble() {
-    std::string mine = formatDeviceLine(rank_, static_cast<int>(getpid()), hostName(), localRank());
+    std::string mine = formatDeviceLine(rank_, static_cast<int>(getpid()), hostName(),
+                                       target_.deviceNumber(), target_.deviceLabel());
     std::vector<std::string> lines = world_.allGatherLines(mine);
     if (rank_ != 0) return;
     std::string text =

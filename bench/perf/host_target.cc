@@ -64,6 +64,8 @@ class HostTarget final : public Target {
   }
 
   std::string describe() const override { return "host"; }
+  int deviceNumber() const override { return localRank(); }
+  std::string deviceLabel() const override { return "[cpu] host memory"; }
 
  private:
   World& world_;

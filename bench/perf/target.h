@@ -41,6 +41,10 @@ class Target {
   virtual double timeOps(const OpArgs& op, int iters) = 0;
   /// "host" or "cuda device N", for the preamble.
   virtual std::string describe() const = 0;
+  /// This rank's device for nccl-tests' "Using devices" lines: its number and its label
+  /// ("[cpu] host memory", or "[0x06] NVIDIA H200": PCI bus id and name).
+  virtual int deviceNumber() const = 0;
+  virtual std::string deviceLabel() const = 0;
 };
 
 /// Host buffers, ops through world.comm() with runner's blocking or non-blocking entry.

@@ -127,6 +127,13 @@ int rankFromEnvironment() {
   return 0;
 }
 
+int localRank() {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}) {
+    if (auto value = envInt(name)) return static_cast<int>(*value);
+  }
+  return 0;
+}
+
 std::unique_ptr<World> World::join(const Options& options, bool needMpi) {
   std::unique_ptr<World> world(new World());
   // The bench's own collectives (device lines, times, wrong counts) are all-reduces. A forced

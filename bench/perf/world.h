@@ -18,6 +18,9 @@ bool launchedByMpirun();
 /// This process's rank as the launcher's variables say (0 when none); for deciding who prints
 /// before the communicator exists.
 int rankFromEnvironment();
+/// This process's rank on its host as the launcher's variables say (LOCAL_RANK, Open MPI's,
+/// MPICH's; 0 when none): which GPU it takes, and its device number in the preamble.
+int localRank();
 
 /// The job as seen from one rank. Not thread-safe.
 class World {

@@ -123,6 +123,7 @@ struct CommState {
   bool stopping = false;
   int waiters = 0;            // threads inside helpUntilDone
   bool workerParked = false;  // the progress thread sleeps until notified
+  bool workerStarted = false;  // the progress thread ran Medium::progressThreadStarted()
   std::thread worker;
 
   // Set by the first failure; every later call fails with it.

@@ -24,13 +24,9 @@ void check(cudaError_t err, int rank, const char* call) {
 
 }  // namespace
 
-CompletionFlag::CompletionFlag(int rank) : rank_(rank) {
-  check(cudaHostAlloc(reinterpret_cast<void**>(&host_), 64, cudaHostAllocMapped), rank,
-        "cudaHostAlloc(mapped)");
-  host_[0] = 0;
-  host_[1] = 0;
-  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0), rank,
-        "cudaHostGetDevicePointer");
+CompletionFlag::CompletionFlag(int rank) : rank_(rank), words_(rank, 2, "the completion flag") {
+  // Loaded now, not at their first launch (the wait kernel may be the driver wait's fallback).
+  check(static_cast<cudaError_t>(loadStreamKernels()), rank, "loading the stream kernels");
   const std::string mode = envString("BRAID_CUDA_WAIT").value_or("auto");
   BRAID_ENFORCE(mode == "auto" || mode == "kernel" || mode == "driver", ErrorCode::kInvalidUsage,
                 "BRAID_CUDA_WAIT='{}': expected auto, kernel or driver", mode);
@@ -52,14 +48,12 @@ CompletionFlag::CompletionFlag(int rank) : rank_(rank) {
   BRAID_INFO("rank {}: device streams wait for collectives with {}", rank, this->mode());
 }
 
-CompletionFlag::~CompletionFlag() {
-  if (host_ != nullptr) cudaFreeHost(host_);
-}
+CompletionFlag::~CompletionFlag() = default;
 
 void CompletionFlag::enqueueWait(void* stream, uint32_t target, double maxSeconds) {
   if (useDriver_) {
     auto fn = reinterpret_cast<WaitValueFn>(waitValue_);
-    CUresult r = fn(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(device_), target,
+    CUresult r = fn(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(words_.device(0)), target,
                     CU_STREAM_WAIT_VALUE_GEQ);
     if (r == CUDA_SUCCESS) return;
     // Not supported here after all: fall back to the kernel for good.
@@ -68,20 +62,14 @@ void CompletionFlag::enqueueWait(void* stream, uint32_t target, double maxSecond
   }
   const double nanos = maxSeconds * 1e9;
   const uint64_t maxNanos = nanos > 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(nanos);
-  check(static_cast<cudaError_t>(launchWaitKernel(stream, device_, target, maxNanos)), rank_,
+  check(static_cast<cudaError_t>(launchWaitKernel(stream, words_.device(0), target, maxNanos)), rank_,
         "launching the stream wait kernel");
 }
 
-void CompletionFlag::publish(uint32_t value) {
-  std::atomic_ref<uint32_t>(host_[0]).store(value, std::memory_order_release);
-}
+void CompletionFlag::publish(uint32_t value) { words_.store(0, value); }
 
-uint32_t CompletionFlag::value() const {
-  return std::atomic_ref<uint32_t>(host_[0]).load(std::memory_order_acquire);
-}
+uint32_t CompletionFlag::value() const { return words_.load(0); }
 
-bool CompletionFlag::waitGaveUp() const {
-  return std::atomic_ref<uint32_t>(host_[1]).load(std::memory_order_acquire) != 0;
-}
+bool CompletionFlag::waitGaveUp() const { return words_.load(1) != 0; }
 
 }  // namespace braid::comm::device

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "comm/device/host_words.h"
+
 namespace braid::comm::device {
 
 class CompletionFlag {
@@ -33,11 +35,19 @@ class CompletionFlag {
 
  private:
   int rank_;
-  uint32_t* host_ = nullptr;  // [0] counter, [1] a wait kernel gave up
-  uint32_t* device_ = nullptr;
+  HostWords words_;  // [0] counter, [1] a wait kernel gave up
   bool useDriver_ = false;
   void* waitValue_ = nullptr;  // cuStreamWaitValue32
 };
+
+/// Loads the wait and signal kernels of stream_wait.cu into the current context now
+/// (kernels/cuda's loadAllKernels() says why a lazy load at first launch can deadlock). Returns
+/// the cudaError_t as int.
+int loadStreamKernels();
+
+/// Enqueues the signal kernel (stream_wait.cu): writes `value` to the host-mapped word once the
+/// stream's earlier work finished (HostWords::signal). Returns the launch's cudaError_t as int.
+int launchSignalKernel(void* stream, uint32_t* deviceWord, uint32_t value);
 
 /// Enqueues the bounded wait kernel (stream_wait.cu): spins until (int32)(flag[0] - target) >= 0
 /// or maxNanos elapsed (then sets flag[1] = 1). Returns the launch's cudaError_t as int.

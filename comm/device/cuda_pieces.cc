@@ -20,19 +20,25 @@ cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 
 }  // namespace
 
-CudaPieces::CudaPieces(int rank, void* stream) : PieceEngine(true), rank_(rank), stream_(stream) {
-  cudaEvent_t ev;
-  cudaError_t err = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
-  if (err != cudaSuccess) {
-    fail(ErrorCode::kCudaError, "rank {}: device executor: cudaEventCreate failed: {}", rank_,
-         cudaGetErrorString(err));
-  }
-  event_ = ev;
+CudaPieces::CudaPieces(int rank, void* stream, double timeoutSeconds)
+    : PieceEngine(true),
+      rank_(rank),
+      stream_(stream),
+      timeoutSeconds_(timeoutSeconds),
+      done_(rank, 1, "the stream signal") {}
+
+CudaPieces::~CudaPieces() = default;
+
+uint32_t CudaPieces::signal(int* err) {
+  uint32_t value = sent_ + 1;
+  if (value == 0) value = 1;  // 0 means "none" (wraps after 2^32 sweeps)
+  *err = done_.signal(stream_, 0, value);
+  if (*err != 0) return 0;
+  sent_ = value;
+  return value;
 }
 
-CudaPieces::~CudaPieces() {
-  if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
-}
+bool CudaPieces::arrived(uint32_t value) const { return done_.load(0) == value; }
 
 void CudaPieces::launched(int err, const char* kernel, const ExecArgs& args) const {
   if (err != 0) {
@@ -89,27 +95,29 @@ void CudaPieces::move(const Piece& p, const ExecArgs& args) {
 }
 
 void CudaPieces::finish(ProgramRunner& runner, const ExecArgs& args) {
-  auto ev = static_cast<cudaEvent_t>(event_);
-  cudaError_t err = cudaEventRecord(ev, asStream(stream_));
-  if (err != cudaSuccess) {
-    fail(ErrorCode::kCudaError, "rank {}: {}: cudaEventRecord failed: {}", rank_, runner.what(args),
-         cudaGetErrorString(err));
+  int err = 0;
+  const uint32_t value = signal(&err);
+  if (value == 0) {
+    fail(ErrorCode::kCudaError, "rank {}: {}: launching the stream signal failed: {} ({})", rank_,
+         runner.what(args), kc::errorString(err), err);
   }
   // The kernels are bounded (no device-side waits), so this ends unless the GPU is lost; still
-  // bounded by the timeout, and abort() is noticed.
+  // bounded by the timeout, and abort() is noticed. No CUDA call until the deadline.
   const Deadline deadline = Deadline::after(args.timeoutSeconds);
   for (int round = 0;; ++round) {
-    err = cudaEventQuery(ev);
-    if (err == cudaSuccess) return;
-    if (err != cudaErrorNotReady) {
-      fail(ErrorCode::kCudaError, "rank {}: {}: a kernel failed: {} ({})", rank_, runner.what(args),
-           cudaGetErrorString(err), int(err));
-    }
+    if (arrived(value)) return;
     if (round < kStreamSpinRounds) continue;
     if (runner.aborted()) {
       runner.failWaiting(ErrorCode::kAborted, args, "communicator aborted by this process");
     }
     if (deadline.expired()) {
+      // A kernel that faulted leaves the stream in error (and the signal never comes): say so.
+      const cudaError_t state = cudaStreamQuery(asStream(stream_));
+      if (state != cudaSuccess && state != cudaErrorNotReady) {
+        runner.failWaiting(ErrorCode::kCudaError, args,
+                           fmt::format("a kernel failed: {} ({})", cudaGetErrorString(state),
+                                       int(state)));
+      }
       runner.failWaiting(
           ErrorCode::kTimeout, args,
           fmt::format("kernels did not finish in {} s (BRAID_TIMEOUT)", args.timeoutSeconds));
@@ -123,8 +131,15 @@ void CudaPieces::finish(ProgramRunner& runner, const ExecArgs& args) {
 }
 
 void CudaPieces::abandon() {
-  // Kernels may still be queued on the stream; let them finish before buffers are given back.
-  cudaStreamSynchronize(asStream(stream_));
+  // Kernels may still be queued on the stream; let them finish before buffers are given back
+  // (bounded: they are; a stream left in error by a faulted kernel never signals).
+  int err = 0;
+  const uint32_t value = signal(&err);
+  if (value == 0) return;
+  const Deadline deadline = Deadline::after(timeoutSeconds_);
+  for (int round = 0; !arrived(value) && !deadline.expired(); ++round) {
+    if (round > kStreamSpinRounds) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
 }
 
 }  // namespace braid::comm::device

@@ -3,20 +3,22 @@
 // each sweep the engine launches at most one piece per lane, finish() waits once for the stream
 // (bounded by the timeout), and only then does the engine release the consumed slots and post the
 // filled ones, so a slot counter never moves before the kernel that used the slot finished.
+// The wait is a signal kernel writing a host-mapped word (host_words.h), read without CUDA calls.
 #pragma once
 
 #include <atomic>
 
+#include "comm/device/host_words.h"
 #include "comm/engine/program_runner.h"
 
 namespace braid::comm::device {
 
-/// Launches each piece's kernels; finish() records an event and waits for it.
+/// Launches each piece's kernels; finish() enqueues a signal and waits for it.
 class CudaPieces final : public PieceEngine {
  public:
   /// `stream`: the internal cudaStream_t (as void*); the calling thread's current device is the
-  /// communicator's.
-  CudaPieces(int rank, void* stream);
+  /// communicator's. `timeoutSeconds` bounds abandon()'s wait.
+  CudaPieces(int rank, void* stream, double timeoutSeconds);
   ~CudaPieces() override;
   CudaPieces(const CudaPieces&) = delete;
   CudaPieces& operator=(const CudaPieces&) = delete;
@@ -30,10 +32,16 @@ class CudaPieces final : public PieceEngine {
 
  private:
   void launched(int err, const char* kernel, const ExecArgs& args) const;
+  /// Enqueues the next signal; returns its value (0 when the launch failed: *err says why).
+  uint32_t signal(int* err);
+  /// Whether the signal `value` has come back.
+  bool arrived(uint32_t value) const;
 
   int rank_;
   void* stream_;
-  void* event_ = nullptr;  // cudaEvent_t recorded after each sweep's kernels
+  double timeoutSeconds_;
+  HostWords done_;        // [0]: the last signal the internal stream reached
+  uint32_t sent_ = 0;     // the last signal enqueued
   const ProgramRunner* runner_ = nullptr;
 };
 

@@ -153,7 +153,8 @@ DeviceCommunicator DeviceCommunicator::create(Communicator& host, int device,
   config.timeoutSeconds = resolved.timeoutSeconds;
   config.device = device;
   comm::device::GatherKeyValue kv(host);
-  auto pieces = std::make_unique<comm::device::CudaPieces>(rank, st->medium->stream());
+  auto pieces = std::make_unique<comm::device::CudaPieces>(rank, st->medium->stream(),
+                                                           resolved.timeoutSeconds);
   comm::device::CudaPieces* rawPieces = pieces.get();
   core.start(transport::connect(config, kv), std::move(pieces),
              /*oversubscribed=*/true);

@@ -244,7 +244,17 @@ void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std:
     // In a group each lane is an op of its own: name it (its peer, number and size).
     if (feed_ != nullptr) waiting += fmt::format("; {}", what(*c.args));
     if (s.prim == Prim::kGatherReduce) {
-      waiting += fmt::format("; waiting to receive from all peers on channel {}", s.channel);
+      // Name the peers whose message is missing (a probe is not the message).
+      std::string missing;
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        transport::MessageMeta meta;
+        if (ep_.recv(q, s.channel).tryPeek(nullptr, &meta) != nullptr && !isProbe(meta)) continue;
+        missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
+      }
+      waiting += fmt::format("; waiting to receive from peer rank {} on channel {} (gathering "
+                             "from all peers)",
+                             missing.empty() ? "-" : missing, s.channel);
     } else {
       if (primReceives(s.prim))
         waiting += fmt::format("; waiting to receive from peer rank {} on channel {}", s.recvPeer,

@@ -48,8 +48,16 @@ int reduceManyAsync(void* dst, const void* const* srcs, int nsrc, size_t count, 
 int divideAsync(void* dst, const void* src, size_t count, DataType type, uint64_t divisor,
                 void* stream);
 
-/// Copies `bytes` from src to dst0, and to dst1 as well when dst1 != nullptr (one read).
+/// Copies `bytes` from src to dst0, and to dst1 as well when dst1 != nullptr (one read), with a
+/// kernel (never the driver's memcpy, which takes a context-wide lock).
 int copyAsync(void* dst0, void* dst1, const void* src, size_t bytes, void* stream);
+
+/// Loads every kernel above into the current device's context now, and returns 0 or the first
+/// cudaError_t (as int). CUDA loads kernels lazily (CUDA_MODULE_LOADING=LAZY, the default), at
+/// their first launch, and a lazy load waits until the context's running work drains: a first
+/// launch from a progress thread while some stream waits for that very thread (a device
+/// collective's stream wait) would deadlock. Device communicators call this before any wait.
+int loadAllKernels();
 
 /// The CUDA runtime's text for an error returned above.
 const char* errorString(int error);

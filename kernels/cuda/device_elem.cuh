@@ -121,6 +121,10 @@ int dispatch(const char* what, DataType type, RedOp op, Args... args) {
   return visitDataType<Half, BFloat16>(type, withOp);
 }
 
+/// loadAllKernels()'s halves, one per .cu file (each loads its own file's kernels).
+int loadTwoInputKernels();
+int loadReduceManyKernels();
+
 constexpr int kThreads = 512;  ///< threads per block
 constexpr int kUnroll = 4;     ///< 16-byte vectors in flight per thread per operand
 

@@ -105,19 +105,49 @@ __global__ void __launch_bounds__(kThreads)
       const size_t i = base + u * stride;
       if (i < nvec) {
         reinterpret_cast<uint4*>(dst0)[i] = v[u];
-        reinterpret_cast<uint4*>(dst1)[i] = v[u];
+        if (dst1 != nullptr) reinterpret_cast<uint4*>(dst1)[i] = v[u];
       }
     }
   }
   for (size_t i = nvec * 16 + tid; i < bytes; i += stride) {
     const char c = src[i];
     dst0[i] = c;
-    dst1[i] = c;
+    if (dst1 != nullptr) dst1[i] = c;
   }
 }
 
+// Loads (cudaFuncGetAttributes forces a lazy load) each kernel of this file for <T, Op>.
+struct LoadTwoInput {
+  template <typename T, typename Op>
+  static int run() {
+    cudaFuncAttributes attr;
+    cudaError_t err = cudaFuncGetAttributes(&attr, reduceCopyKernel<T, Op>);
+    if (err == cudaSuccess && std::is_same_v<Op, SumOp>) {
+      err = cudaFuncGetAttributes(&attr, divideKernel<T>);
+    }
+    return static_cast<int>(err);
+  }
+};
+
 }  // namespace
+
+int loadTwoInputKernels() {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int o = 0; o < kNumRedOps; ++o) {
+      const int err = dispatch<LoadTwoInput>("loadAllKernels", DataType(t), RedOp(o));
+      if (err != 0) return err;
+    }
+  }
+  cudaFuncAttributes attr;
+  return static_cast<int>(cudaFuncGetAttributes(&attr, copy2Kernel));
+}
+
 }  // namespace detail
+
+int loadAllKernels() {
+  const int err = detail::loadTwoInputKernels();
+  return err != 0 ? err : detail::loadReduceManyKernels();
+}
 
 int reduceCopyAsync(void* dst0, void* dst1, const void* a, const void* b, size_t count,
                     DataType type, RedOp op, uint64_t divisor, void* stream) {
@@ -137,11 +167,10 @@ int divideAsync(void* dst, const void* src, size_t count, DataType type, uint64_
 int copyAsync(void* dst0, void* dst1, const void* src, size_t bytes, void* stream) {
   if (bytes == 0) return 0;
   auto s = static_cast<cudaStream_t>(stream);
-  if (dst1 == nullptr) {
-    // One destination: the copy engine path of the runtime (works across IPC mappings, UVA).
-    if (dst0 == src) return 0;
-    return static_cast<int>(cudaMemcpyAsync(dst0, src, bytes, cudaMemcpyDefault, s));
-  }
+  // A kernel even for one destination, not cudaMemcpyAsync: the driver's memcpy takes a
+  // context-wide lock that waits for threads inside synchronous CUDA calls, which the device
+  // communicator's progress thread must never do (comm/device/host_words.h).
+  if (dst1 == nullptr && dst0 == src) return 0;
   const bool vectorOk =
       detail::aligned16(dst0) && detail::aligned16(dst1) && detail::aligned16(src);
   const size_t items = vectorOk ? bytes / 16 + 1 : bytes;

@@ -95,7 +95,26 @@ struct ReduceMany {
   }
 };
 
+struct LoadReduceMany {
+  template <typename T, typename Op>
+  static int run() {
+    cudaFuncAttributes attr;
+    return static_cast<int>(cudaFuncGetAttributes(&attr, reduceManyKernel<T, Op>));
+  }
+};
+
 }  // namespace
+
+int loadReduceManyKernels() {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int o = 0; o < kNumRedOps; ++o) {
+      const int err = dispatch<LoadReduceMany>("loadAllKernels", DataType(t), RedOp(o));
+      if (err != 0) return err;
+    }
+  }
+  return 0;
+}
+
 }  // namespace detail
 
 int reduceManyAsync(void* dst, const void* const* srcs, int nsrc, size_t count, DataType type,

@@ -114,6 +114,8 @@ TEST(PerfTable, PreambleAndFooter) {
             "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] host memory\n");
   EXPECT_EQ(formatDeviceLine(11, 7, "a-very-long-hostname", 3),
             "#  Rank 11 Group  0 Pid      7 on a-very-long-hostname device  3 [cpu] host memory\n");
+  EXPECT_EQ(formatDeviceLine(1, 42, "vm", 0, "[0x06] NVIDIA H200"),
+            "#  Rank  1 Group  0 Pid     42 on         vm device  0 [0x06] NVIDIA H200\n");
   EXPECT_EQ(formatFooter(0, 12.3456),
             "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 12.3456 \n#\n");
   EXPECT_EQ(formatFooter(3, 0.5),

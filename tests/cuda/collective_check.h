@@ -32,6 +32,16 @@ struct Device {
   char* c() { return static_cast<char*>(p); }
 };
 
+/// A non-blocking stream of one rank's own. Ranks that are threads of one process never share a
+/// stream (the legacy default one included): a collective's stream wait would hold the other
+/// ranks' work queued behind it, which that collective needs (a deadlock, as with NCCL).
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking); }
+  ~Stream() { cudaStreamDestroy(s); }
+  CudaStream handle() const { return CudaStream{s}; }
+};
+
 /// Runs the checks on `dc` for the given collectives; every rank calls it with the same args.
 ///
 /// Ranks may be threads of one process sharing a GPU, so nothing here may synchronise the whole

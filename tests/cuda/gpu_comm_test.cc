@@ -104,16 +104,17 @@ TEST(DeviceThreadsErrors, AForcedAlgorithmThatCannotRunIsAUsageErrorAtTheCall) {
   BRAID_REQUIRE_GPU();
   runDeviceRanks(2, Algorithm::kChain, [&](DeviceCommunicator& dc) {
     cudatest::Device buf(4096);
+    cudatest::Stream stream;
     try {
-      dc.allReduce(buf.p, buf.p, 64, DataType::kFloat32, RedOp::kSum, CudaStream{});
+      dc.allReduce(buf.p, buf.p, 64, DataType::kFloat32, RedOp::kSum, stream.handle());
       ADD_FAILURE() << "chain all-reduce accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage) << e.what();
     }
     EXPECT_EQ(dc.asyncError(), ErrorCode::kOk);
     // Chain does broadcast: the communicator still works, with matching numbering on both ranks.
-    dc.broadcast(buf.p, buf.p, 64, DataType::kFloat32, 0, CudaStream{});
-    EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+    dc.broadcast(buf.p, buf.p, 64, DataType::kFloat32, 0, stream.handle());
+    EXPECT_EQ(cudaStreamSynchronize(stream.s), cudaSuccess);
     dc.synchronize();  // before cudaFree, which would wait for the peer's stream
   });
 }
@@ -125,17 +126,18 @@ TEST(DeviceThreadsErrors, MismatchIsReportedAsynchronouslyOnEveryRank) {
   auto errors = testing::runRanks(2, options, [&](Communicator& host) {
     DeviceCommunicator dc = DeviceCommunicator::create(host, 0, options);
     cudatest::Device buf(4096);
+    cudatest::Stream stream;
     // Rank 1 calls with another count: both ranks must end with kMismatch, never hang.
     dc.allReduce(buf.p, buf.p, dc.rank() == 0 ? 64 : 32, DataType::kFloat32, RedOp::kSum,
-                 CudaStream{});
-    EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess) << "the stream is released";
+                 stream.handle());
+    EXPECT_EQ(cudaStreamSynchronize(stream.s), cudaSuccess) << "the stream is released";
     try {
       dc.synchronize();
       ADD_FAILURE() << "rank " << dc.rank() << ": no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kMismatch) << e.what();
     }
-    EXPECT_THROW(dc.allReduce(buf.p, buf.p, 8, DataType::kFloat32, RedOp::kSum, CudaStream{}),
+    EXPECT_THROW(dc.allReduce(buf.p, buf.p, 8, DataType::kFloat32, RedOp::kSum, stream.handle()),
                  Error)
         << "a broken communicator refuses new work";
   });

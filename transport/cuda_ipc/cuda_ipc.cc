@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "transport/cuda_ipc/control.h"
 #include "transport/cuda_ipc/record.h"
+#include "transport/peer_key.h"
 #include "transport/process.h"
 
 namespace braid::transport::cuda_ipc {
@@ -82,8 +83,11 @@ class IpcRecv final : public RecvChannel {
     SlotDesc d;
     int64_t i = ring_.tryPeek(&d);
     if (i < 0) return nullptr;
-    *bytes = d.bytes;
-    *meta = d.meta;
+    BRAID_ENFORCE(d.bytes <= slotBytes_, ErrorCode::kRemoteError,
+                  "cuda_ipc recv from peer rank {}: message of {} bytes exceeds the slot size {}",
+                  peer_, d.bytes, slotBytes_);
+    if (bytes != nullptr) *bytes = d.bytes;
+    if (meta != nullptr) *meta = d.meta;
     return slots_ + i * slotBytes_;
   }
   void release() override {
@@ -202,7 +206,9 @@ void CudaIpcTransport::connectPeers(KeyValue& kv, Deadline deadline) {
       continue;
     }
     const std::string who = fmt::format("rank {} (seen by rank {})", p, rank_);
-    peers[p] = decodeRecord(kv.get(keyPrefix_ + std::to_string(p), deadline), who);
+    peers[p] = decodeRecord(getPeerKey(kv, keyPrefix_ + std::to_string(p), deadline, rank_, p,
+                                       "cuda_ipc", "publish its inbox"),
+                            who);
     const PeerRecord& r = peers[p];
     BRAID_ENFORCE(r.rank == uint32_t(p) && r.nranks == uint32_t(size_) &&
                       r.channels == uint32_t(channels_) && r.slots == uint32_t(slots_) &&

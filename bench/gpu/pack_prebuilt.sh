@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds the GPU checks here (where nvcc exists but no GPU does) and packs what a bare GPU machine
+# needs to run them into one folder that travels with the working tree (git ignores it):
+#   DEST/bin   the test and bench binaries, stripped, plus libfmt (their one non-system library)
+#   DEST/deps  headers, libraries and CMake configs of fmt, GoogleTest and nlohmann-json, so the
+#              GPU machine (which has nvcc, CMake and PyTorch but no Debian packages) can configure
+#              braid itself, e.g. to build braid_torch against its own PyTorch.
+# Usage: bench/gpu/pack_prebuilt.sh [BUILD_DIR] [DEST]   (from the repository root)
+set -euo pipefail
+BUILD=${1:-build-gpu}
+DEST=${2:-.gpu}
+ARCH=${BRAID_GPU_ARCH:-90}   # H100/H200
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DBRAID_WITH_MPI=OFF -DBRAID_WITH_UCX=OFF \
+  -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_TORCH=OFF -DBRAID_WITH_TORCH2=OFF -DBRAID_WITH_FUZZ=OFF \
+  -DBRAID_WITH_TRAINER=OFF >/dev/null
+TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
+  all_reduce_perf braidrun)
+cmake --build "$BUILD" --target "${TARGETS[@]}"
+rm -rf "$DEST/bin" "$DEST/deps"
+mkdir -p "$DEST/bin"
+for t in "${TARGETS[@]}"; do
+  f=$(find "$BUILD" -name "$t" -type f -perm -u+x | head -1)
+  [ -n "$f" ] || { echo "pack_prebuilt: $t was not built" >&2; exit 1; }
+  strip --strip-debug -o "$DEST/bin/$t" "$f"  # symbols kept: stacks of a hang name functions
+done
+LIB=/usr/lib/x86_64-linux-gnu
+cp -a "$LIB"/libfmt.so* "$DEST/bin/"
+
+D="$DEST/deps/usr"
+mkdir -p "$D/include" "$D/lib/x86_64-linux-gnu/cmake" "$D/share/cmake"
+cp -a /usr/include/{fmt,gtest,gmock,nlohmann} "$D/include/"
+cp -a "$LIB"/libfmt.so* "$LIB"/libgtest*.a "$LIB"/libgmock*.a "$D/lib/x86_64-linux-gnu/"
+cp -a "$LIB"/cmake/{fmt,GTest} "$D/lib/x86_64-linux-gnu/cmake/"
+cp -a /usr/share/cmake/nlohmann_json "$D/share/cmake/"
+du -sh "$DEST"
