@@ -1,10 +1,11 @@
-# braid_torch_module(PART TARGET PYTHON OUTPUT_DIR [HINT text] [MAJOR n]): the braid_torch package
+# braid_torch_module(PART TARGET PYTHON OUTPUT_DIR [HINT text] [MAJOR n] [CUDA]): the braid_torch package
 # (the _C extension plus the pure-Python files) built against the torch of the Python `PYTHON`, into
 # OUTPUT_DIR/braid_torch.
 # python/CMakeLists.txt calls it twice: for part TORCH (Debian's 1.13, build/python) and for part
 # TORCH2 (a PyTorch 2.x venv, build/python-torch2). Resolves PART (cmake/BraidParts.cmake) with
 # the reason when that torch cannot be built against (HINT appended: what to install or run;
-# MAJOR: torch's major version must be n). In the caller's scope it sets
+# MAJOR: torch's major version must be n; CUDA: CUDA tensors through braid's device path where
+# braid has CUDA and that torch has libc10_cuda, else cuda_path_stub.cc). In the caller's scope it sets
 # BRAID_HAVE_<PART> (0/1), BRAID_<PART>_VERSION (torch's version) and BRAID_<PART>_PLATLIB (where
 # that Python's packages go relative to an install prefix).
 
@@ -38,7 +39,7 @@ set(BRAID_TORCH_MODULE_SOURCES
 set(BRAID_TORCH_PY_SOURCES braid_torch/__init__.py)
 
 function(braid_torch_module part target python output_dir)
-  cmake_parse_arguments(A "" "HINT;MAJOR" "" ${ARGN})
+  cmake_parse_arguments(A "CUDA" "HINT;MAJOR" "" ${ARGN})
   set(_found FALSE)
   set(_version "")
   if(NOT python)
@@ -124,8 +125,23 @@ function(braid_torch_module part target python output_dir)
   endif()
   message(STATUS "braid: ${part} is torch ${_version} of ${python}")
 
+  # CUDA tensors: braid's DeviceCommunicator (braid_device) and torch's c10_cuda (its streams).
+  set(_cuda_path FALSE)
+  if(A_CUDA AND BRAID_HAVE_CUDA AND TARGET braid_device)
+    find_library(_lib_c10_cuda c10_cuda PATHS ${_libdirs} NO_DEFAULT_PATH NO_CACHE)
+    if(_lib_c10_cuda)
+      set(_cuda_path TRUE)
+    endif()
+  endif()
   set(_package_dir ${output_dir}/braid_torch)
-  add_library(${target} MODULE ${BRAID_TORCH_MODULE_SOURCES})
+  if(_cuda_path)
+    message(STATUS "braid: ${part} takes CUDA tensors (braid's device path)")
+    add_library(${target} MODULE ${BRAID_TORCH_MODULE_SOURCES} src/cuda_path.cc)
+    target_link_libraries(${target} PRIVATE braid_device ${_lib_c10_cuda})
+    target_include_directories(${target} SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  else()
+    add_library(${target} MODULE ${BRAID_TORCH_MODULE_SOURCES} src/cuda_path_stub.cc)
+  endif()
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR} src)
   # torch's include folders first: its bundled pybind11 wins over the system's.
   target_include_directories(${target} SYSTEM PRIVATE ${_includes} ${_pybind11_header}

@@ -100,7 +100,7 @@ torch_step() {
     -DBRAID_WITH_TORCH2=ON -DBRAID_TORCH2_PYTHON="$(command -v python3)" -DBRAID_WITH_MPI=OFF \
     -DBRAID_WITH_UCX=OFF -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_FUZZ=OFF -DBRAID_WITH_TRAINER=OFF &&
     cmake --build "$tb" -j6 --target braid_torch2 &&
-    for t in collectives_2 ops_2 p2p_2 ddp torch_cuda; do
+    for t in collectives_2 ops_2 p2p_2 ddp cuda_2; do
       [ -f "$SRC/tests/python/test_${t%_2}.py" ] || continue
       echo "--- $t"
       ctest --test-dir "$tb" -R "^torch2_$t\$" -FA '.*' --output-on-failure --timeout 120 || return 1

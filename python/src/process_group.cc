@@ -9,6 +9,7 @@
 #include "c10d_store.h"
 #include "comm/bootstrap/secret.h"
 #include "common/env.h"
+#include "cuda_path.h"
 #include "types.h"
 #include "watcher.h"
 
@@ -49,12 +50,24 @@ Request submit(const char* opName, Submit&& fn) {
   }
 }
 
-const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* opName) {
+const at::Tensor& single(const std::vector<at::Tensor>& tensors, const char* opName,
+                         bool cudaOk = false) {
   TORCH_CHECK(tensors.size() == 1, "braid ", opName, " takes exactly one tensor per call (got ",
               tensors.size(), ")");
-  checkTensor(tensors[0], opName);
+  checkTensor(tensors[0], opName, cudaOk);
   return tensors[0];
 }
+
+bool onCuda(const at::Tensor& tensor) { return tensor.defined() && tensor.is_cuda(); }
+
+// For the host path's submissions, which the checks above let CUDA tensors reach only where an
+// op has no CUDA branch.
+void hostOnly(const at::Tensor& tensor, const char* opName) {
+  TORCH_CHECK(!onCuda(tensor), "braid ", opName, ": tensor is on ", tensor.device(), "; braid's ",
+              opName, " takes CPU tensors (CUDA tensors go to ", kCudaOps,
+              "): move them with .cpu()");
+}
+
 
 // Waits for `request` until `deadline` by polling: Request::wait(deadline) may run the op on the
 // calling thread (it helps the progress thread), and then returns only when the op ends or braid's
@@ -79,9 +92,11 @@ void checkTag(int tag, const char* opName) {
 
 void checkSameKind(const at::Tensor& tensor, const at::Tensor& like, const char* opName,
                    const char* what) {
-  checkTensor(tensor, opName);
+  checkTensor(tensor, opName, onCuda(like));
   TORCH_CHECK(tensor.scalar_type() == like.scalar_type(), "braid ", opName, ": ", what,
               " has dtype ", tensor.scalar_type(), " but the input has ", like.scalar_type());
+  TORCH_CHECK(tensor.device() == like.device(), "braid ", opName, ": ", what, " is on ",
+              tensor.device(), " but the input on ", like.device());
 }
 
 }  // namespace
@@ -105,6 +120,45 @@ BraidProcessGroup::BraidProcessGroup(const c10::intrusive_ptr<::c10d::Store>& st
 
 BraidProcessGroup::~BraidProcessGroup() {
   watcher_.reset();  // lets the works with futures finish first
+}
+
+CudaPath& BraidProcessGroup::cudaFor(const std::vector<at::Tensor>& tensors, const char* opName) {
+  const at::Device device = tensors.front().device();
+  for (const auto& tensor : tensors) {
+    TORCH_CHECK(tensor.device() == device, "braid ", opName, ": tensors on ", device, " and ",
+                tensor.device(), " in one op");
+  }
+  std::lock_guard<std::mutex> lock(cudaMutex_);
+  if (!cuda_) cuda_ = std::make_unique<CudaPath>(*comm_, device.index(), timeoutSeconds_);
+  TORCH_CHECK(cuda_->device() == device.index(), "braid ", opName,
+              ": this process group runs its CUDA ops on cuda:", cuda_->device(), ", not on ",
+              device, " (one device per rank, as with NCCL)");
+  return *cuda_;
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::cudaAllgatherBase(
+    const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs, OpType type,
+    const char* opName) {
+  std::vector<DataType> types;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    types.push_back(checkAllgatherBase(outputs[i], inputs[i], opName));
+  }
+  std::vector<at::Tensor> all = outputs;
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  return cudaFor(all, opName).allGatherBase(getRank(), type, opName, outputs, inputs, types);
+}
+
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::cudaReduceScatterBase(
+    const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs, RedOp op,
+    OpType type, const char* opName) {
+  std::vector<DataType> types;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    types.push_back(checkReduceScatterBase(outputs[i], inputs[i], op, opName));
+  }
+  std::vector<at::Tensor> all = outputs;
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  return cudaFor(all, opName).reduceScatterBase(getRank(), type, opName, outputs, inputs, types,
+                                                op);
 }
 
 c10::intrusive_ptr<GroupBase> BraidProcessGroup::create(
@@ -140,8 +194,12 @@ void BraidProcessGroup::unsupported(const char* opName) {
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::broadcast(
     std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
   constexpr const char* kName = "broadcast";
-  const at::Tensor& tensor = single(tensors, kName);
+  const at::Tensor& tensor = single(tensors, kName, true);
   const DataType type = toDataType(tensor.scalar_type(), kName);
+  if (onCuda(tensor)) {
+    const int root = static_cast<int>(opts.rootRank);
+    return cudaFor(tensors, kName).broadcast(getRank(), tensor, type, root);
+  }
   auto work = makeWork(OpType::BROADCAST, kName);
   at::Tensor buf = outputBuffer(*work, tensor);
   const int root = static_cast<int>(opts.rootRank);
@@ -155,9 +213,12 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::broadcast(
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allreduce(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
   constexpr const char* kName = "allreduce";
-  const at::Tensor& tensor = single(tensors, kName);
+  const at::Tensor& tensor = single(tensors, kName, true);
   const RedOp op = toRedOp(opts.reduceOp, kName);
   const DataType type = toDataType(tensor.scalar_type(), kName, true, op);
+  if (onCuda(tensor)) {
+    return cudaFor(tensors, kName).allReduce(getRank(), tensor, type, op);
+  }
   auto work = makeWork(OpType::ALLREDUCE, kName);
   at::Tensor buf = outputBuffer(*work, tensor);
   work->requests.push_back(submit(kName, [&] {
@@ -177,11 +238,21 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allreduce_coalesced(
   std::vector<at::ScalarType> order;
   std::map<at::ScalarType, std::vector<at::Tensor>> byType;
   for (const auto& tensor : tensors) {
-    checkTensor(tensor, kName);
+    checkTensor(tensor, kName, true);
     toDataType(tensor.scalar_type(), kName, true, op);
     auto& list = byType[tensor.scalar_type()];
     if (list.empty()) order.push_back(tensor.scalar_type());
     list.push_back(tensor);
+  }
+  if (onCuda(tensors.front())) {
+    // The same flat buffers, made, reduced and copied back on the current stream.
+    std::vector<std::vector<at::Tensor>> groups;
+    std::vector<DataType> types;
+    for (at::ScalarType dtype : order) {
+      groups.push_back(byType[dtype]);
+      types.push_back(toDataType(dtype, kName, true, op));
+    }
+    return cudaFor(tensors, kName).allReduceCoalesced(getRank(), groups, types, op, tensors);
   }
   auto work = makeWork(OpType::ALLREDUCE_COALESCED, kName);
   for (at::ScalarType dtype : order) {
@@ -208,12 +279,15 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allreduce_coalesced(
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce(std::vector<at::Tensor>& tensors,
                                                            const ::c10d::ReduceOptions& opts) {
   constexpr const char* kName = "reduce";
-  const at::Tensor& tensor = single(tensors, kName);
+  const at::Tensor& tensor = single(tensors, kName, true);
   const RedOp op = toRedOp(opts.reduceOp, kName);
   const DataType type = toDataType(tensor.scalar_type(), kName, true, op);
+  const int root = static_cast<int>(opts.rootRank);
+  if (onCuda(tensor)) {
+    return cudaFor(tensors, kName).reduce(getRank(), tensor, type, op, root);
+  }
   auto work = makeWork(OpType::REDUCE, kName);
   at::Tensor buf = outputBuffer(*work, tensor);
-  const int root = static_cast<int>(opts.rootRank);
   work->requests.push_back(submit(kName, [&] {
     return comm_->reduceAsync(buf.data_ptr(), buf.data_ptr(), count(buf), type, op, root);
   }));
@@ -221,9 +295,9 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce(std::vector<at::Tenso
   return work;
 }
 
-void BraidProcessGroup::submitAllgather(BraidWork& work, const std::vector<at::Tensor>& list,
-                                        const at::Tensor& input, const char* opName) {
-  checkTensor(input, opName);
+DataType BraidProcessGroup::checkAllgather(const std::vector<at::Tensor>& list,
+                                           const at::Tensor& input, const char* opName) {
+  checkTensor(input, opName, true);
   TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", opName,
               ": the output list holds ", list.size(), " tensors, the group has ", getSize(),
               " ranks");
@@ -232,7 +306,32 @@ void BraidProcessGroup::submitAllgather(BraidWork& work, const std::vector<at::T
     TORCH_CHECK(out.numel() == input.numel(), "braid ", opName, ": an output tensor has ",
                 out.numel(), " elements, the input ", input.numel());
   }
-  const DataType type = toDataType(input.scalar_type(), opName);
+  return toDataType(input.scalar_type(), opName);
+}
+
+DataType BraidProcessGroup::checkAllgatherBase(const at::Tensor& output, const at::Tensor& input,
+                                               const char* opName) {
+  checkTensor(input, opName, true);
+  checkSameKind(output, input, opName, "the output");
+  TORCH_CHECK(output.numel() == getSize() * input.numel(), "braid ", opName, ": the output has ",
+              output.numel(), " elements, expected ", getSize(), " ranks x ", input.numel());
+  return toDataType(input.scalar_type(), opName);
+}
+
+DataType BraidProcessGroup::checkReduceScatterBase(const at::Tensor& output,
+                                                   const at::Tensor& input, RedOp op,
+                                                   const char* opName) {
+  checkTensor(output, opName, true);
+  checkSameKind(input, output, opName, "the input");
+  TORCH_CHECK(input.numel() == getSize() * output.numel(), "braid ", opName, ": the input has ",
+              input.numel(), " elements, expected ", getSize(), " ranks x ", output.numel());
+  return toDataType(output.scalar_type(), opName, true, op);
+}
+
+void BraidProcessGroup::submitAllgather(BraidWork& work, const std::vector<at::Tensor>& list,
+                                        const at::Tensor& input, const char* opName) {
+  const DataType type = checkAllgather(list, input, opName);
+  hostOnly(input, opName);
   at::Tensor in = input.contiguous();
   at::Tensor gathered = at::empty({getSize() * input.numel()}, input.options());
   work.keepAlive.push_back(in);
@@ -249,11 +348,8 @@ void BraidProcessGroup::submitAllgather(BraidWork& work, const std::vector<at::T
 
 void BraidProcessGroup::submitAllgatherBase(BraidWork& work, const at::Tensor& output,
                                             const at::Tensor& input, const char* opName) {
-  checkTensor(input, opName);
-  checkSameKind(output, input, opName, "the output");
-  TORCH_CHECK(output.numel() == getSize() * input.numel(), "braid ", opName, ": the output has ",
-              output.numel(), " elements, expected ", getSize(), " ranks x ", input.numel());
-  const DataType type = toDataType(input.scalar_type(), opName);
+  const DataType type = checkAllgatherBase(output, input, opName);
+  hostOnly(input, opName);
   at::Tensor in = input.contiguous();
   work.keepAlive.push_back(in);
   at::Tensor out = outputBuffer(work, output);
@@ -265,11 +361,8 @@ void BraidProcessGroup::submitAllgatherBase(BraidWork& work, const at::Tensor& o
 void BraidProcessGroup::submitReduceScatterBase(BraidWork& work, const at::Tensor& output,
                                                 const at::Tensor& input, RedOp op,
                                                 const char* opName) {
-  checkTensor(output, opName);
-  checkSameKind(input, output, opName, "the input");
-  TORCH_CHECK(input.numel() == getSize() * output.numel(), "braid ", opName, ": the input has ",
-              input.numel(), " elements, expected ", getSize(), " ranks x ", output.numel());
-  const DataType type = toDataType(output.scalar_type(), opName, true, op);
+  const DataType type = checkReduceScatterBase(output, input, op, opName);
+  hostOnly(input, opName);
   at::Tensor in = input.contiguous();
   work.keepAlive.push_back(in);
   at::Tensor out = outputBuffer(work, output);
@@ -285,6 +378,13 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather(
   const at::Tensor& input = single(inputs, kName);
   TORCH_CHECK(outputs.size() == 1, "braid ", kName, " takes one output list (got ", outputs.size(),
               ")");
+  if (onCuda(input)) {
+    const std::vector<at::Tensor>& list = outputs[0];
+    const DataType type = checkAllgather(list, input, kName);
+    std::vector<at::Tensor> all = list;
+    all.push_back(input);
+    return cudaFor(all, kName).allGather(getRank(), list, input, type, getSize());
+  }
   auto work = makeWork(OpType::ALLGATHER, kName);
   submitAllgather(*work, outputs[0], input, kName);
   work->outputs = outputs[0];
@@ -294,6 +394,9 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather(
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   constexpr const char* kName = "_allgather_base";
+  if (onCuda(input)) {
+    return cudaAllgatherBase({output}, {input}, OpType::_ALLGATHER_BASE, kName);
+  }
   auto work = makeWork(OpType::_ALLGATHER_BASE, kName);
   submitAllgatherBase(*work, output, input, kName);
   work->outputs = {output};
@@ -330,6 +433,9 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allgather_into_tensor_coales
   constexpr const char* kName = "allgather_into_tensor_coalesced";
   TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
+  if (!inputs.empty() && onCuda(inputs.front())) {
+    return cudaAllgatherBase(outputs, inputs, OpType::ALLGATHER_COALESCED, kName);
+  }
   auto work = makeWork(OpType::ALLGATHER_COALESCED, kName);
   for (size_t i = 0; i < inputs.size(); ++i) {
     submitAllgatherBase(*work, outputs[i], inputs[i], kName);
@@ -345,6 +451,9 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter_tensor_coales
   TORCH_CHECK(outputs.size() == inputs.size(), "braid ", kName, ": ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
   const RedOp op = toRedOp(opts.reduceOp, kName);
+  if (!outputs.empty() && onCuda(outputs.front())) {
+    return cudaReduceScatterBase(outputs, inputs, op, OpType::REDUCE_SCATTER, kName);
+  }
   auto work = makeWork(OpType::REDUCE_SCATTER, kName);
   for (size_t i = 0; i < inputs.size(); ++i) {
     submitReduceScatterBase(*work, outputs[i], inputs[i], op, kName);
@@ -389,6 +498,9 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   constexpr const char* kName = "_reduce_scatter_base";
   const RedOp op = toRedOp(opts.reduceOp, kName);
+  if (onCuda(output)) {
+    return cudaReduceScatterBase({output}, {input}, op, OpType::_REDUCE_SCATTER_BASE, kName);
+  }
   auto work = makeWork(OpType::_REDUCE_SCATTER_BASE, kName);
   submitReduceScatterBase(*work, output, input, op, kName);
   work->outputs = {output};
@@ -562,7 +674,13 @@ void BraidProcessGroup::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
 }
 
 #if TORCH_VERSION_MAJOR >= 2
-void BraidProcessGroup::abort() { comm_->abort(); }
+void BraidProcessGroup::abort() {
+  {
+    std::lock_guard<std::mutex> lock(cudaMutex_);
+    if (cuda_) cuda_->abort();
+  }
+  comm_->abort();
+}
 
 void BraidProcessGroup::shutdown() {
   // A barrier first: every rank that reaches it has run all its earlier ops (braid runs them in

@@ -11,6 +11,7 @@
 #endif
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
@@ -42,14 +43,16 @@ using GroupBase = ::c10d::ProcessGroup;
 #endif
 
 class Watcher;
+class CudaPath;
 
 /// The "braid" backend. Every op validates its tensors (CPU, dense, a dtype braid has),
 /// stages non-contiguous ones through a contiguous copy, submits braid's non-blocking op and
 /// returns a BraidWork at once. Ops run in issue order on this group's communicator; braid
 /// detects ranks that disagree (shape, dtype, op, root) and fails the op on every rank.
-/// Unsupported ops raise NotImplementedError naming the op. CUDA tensors are refused, naming the
-/// device (the 2.x registration still lists "cuda" so that a later device path needs no change
-/// there). Thread-safe.
+/// Unsupported ops raise NotImplementedError naming the op. CUDA tensors take braid's device path
+/// (cuda_path.h) in allreduce, allreduce_coalesced, broadcast, reduce, allgather,
+/// _allgather_base, _reduce_scatter_base and the coalesced forms, on the tensors' current
+/// stream; other ops refuse them naming the device. Thread-safe.
 class BraidProcessGroup : public GroupBase {
  public:
   /// Collective over `size` ranks: bootstraps a braid Communicator through `store` (the
@@ -152,9 +155,32 @@ class BraidProcessGroup : public GroupBase {
   void submitReduceScatterBase(BraidWork& work, const at::Tensor& output, const at::Tensor& input,
                                RedOp op, const char* opName);
 
+  /// The CUDA path for ops on `tensors` (all on one CUDA device), made at the first such op (a
+  /// collective step: every rank makes it in the same op). Raises where this build has none.
+  CudaPath& cudaFor(const std::vector<at::Tensor>& tensors, const char* opName);
+  /// The CUDA forms of _allgather_base and _reduce_scatter_base, one op per pair (several:
+  /// the tensor-coalesced forms).
+  c10::intrusive_ptr<::c10d::Work> cudaAllgatherBase(const std::vector<at::Tensor>& outputs,
+                                                     const std::vector<at::Tensor>& inputs,
+                                                     ::c10d::OpType type, const char* opName);
+  c10::intrusive_ptr<::c10d::Work> cudaReduceScatterBase(const std::vector<at::Tensor>& outputs,
+                                                         const std::vector<at::Tensor>& inputs,
+                                                         RedOp op, ::c10d::OpType type,
+                                                         const char* opName);
+  // The checks of allgather (list form), _allgather_base and _reduce_scatter_base, for both
+  // paths; each returns braid's element type.
+  DataType checkAllgather(const std::vector<at::Tensor>& list, const at::Tensor& input,
+                          const char* opName);
+  DataType checkAllgatherBase(const at::Tensor& output, const at::Tensor& input,
+                              const char* opName);
+  DataType checkReduceScatterBase(const at::Tensor& output, const at::Tensor& input, RedOp op,
+                                  const char* opName);
+
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Watcher> watcher_;
   double timeoutSeconds_;
+  std::mutex cudaMutex_;
+  std::unique_ptr<CudaPath> cuda_;
 };
 
 }  // namespace braid::pytorch

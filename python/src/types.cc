@@ -58,11 +58,19 @@ RedOp toRedOp(const ::c10d::ReduceOp& op, const char* opName) {
       " is not supported by braid (supported: SUM, AVG, PRODUCT, MIN, MAX)");
 }
 
-void checkTensor(const at::Tensor& tensor, const char* opName) {
+const char* const kCudaOps =
+    "allreduce, allreduce_coalesced, broadcast, reduce, allgather, _allgather_base, "
+    "_reduce_scatter_base and the tensor-coalesced forms";
+
+void checkTensor(const at::Tensor& tensor, const char* opName, bool cudaOk) {
   TORCH_CHECK(tensor.defined(), "braid ", opName, ": undefined tensor");
-  TORCH_CHECK(tensor.device().is_cpu(), "braid ", opName, ": tensor is on ", tensor.device(),
-              "; the braid backend takes CPU tensors only for now (", tensor.device().type(),
-              " tensors are not supported by braid yet: move them with .cpu())");
+  const at::Device device = tensor.device();
+  TORCH_CHECK(device.is_cpu() || device.is_cuda(), "braid ", opName, ": tensor is on ", device,
+              "; ", device.type(), " tensors are not supported by braid yet (CPU tensors are, and "
+              "CUDA tensors in ", kCudaOps, "): move them with .cpu()");
+  TORCH_CHECK(device.is_cpu() || cudaOk, "braid ", opName, ": tensor is on ", device, "; braid's ",
+              opName, " takes CPU tensors (CUDA tensors go to ", kCudaOps,
+              "): move them with .cpu()");
   TORCH_CHECK(tensor.layout() == at::kStrided, "braid ", opName, ": ", tensor.layout(),
               " tensors are not supported by braid (dense tensors only)");
 }

@@ -18,7 +18,10 @@ DataType toDataType(at::ScalarType dtype, const char* opName, bool reduces = fal
 /// the bitwise ops and PREMUL_SUM, naming `opName`.
 RedOp toRedOp(const ::c10d::ReduceOp& op, const char* opName);
 
-/// Checks what every braid collective needs of a tensor: CPU, strided (dense). Names `opName`.
-void checkTensor(const at::Tensor& tensor, const char* opName);
+/// Checks what every braid collective needs of a tensor: CPU (or CUDA where `cudaOk`: the ops
+/// of cuda_path.h), strided (dense). Names `opName`.
+void checkTensor(const at::Tensor& tensor, const char* opName, bool cudaOk = false);
+/// The ops that take CUDA tensors, for error messages.
+extern const char* const kCudaOps;
 
 }  // namespace braid::pytorch
