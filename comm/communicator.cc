@@ -20,7 +20,12 @@ using comm::shapeOf;
 }  // namespace
 
 CommState::CommState(int r, int n, const ResolvedOptions& o)
-    : rank(r), size(n), options(o), medium(std::make_unique<comm::HostMedium>(r)), numbering(n) {}
+    : rank(r),
+      size(n),
+      options(o),
+      medium(std::make_unique<comm::HostMedium>(r)),
+      numbering(n),
+      recorder(o.flightOps) {}
 
 std::shared_ptr<CommState> CommState::make(int rank, int size, const ResolvedOptions& options,
                                            std::unique_ptr<comm::Medium> medium) {
@@ -59,6 +64,7 @@ void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message)
     op.message = std::move(message);
   }
   op.doneCv.notify_all();
+  recorder.ended(op.desc, code == ErrorCode::kOk ? std::string() : op.message);
   if (op.ticket != 0) medium->finished(op.ticket);
 }
 
@@ -113,6 +119,7 @@ OpDesc CommState::issue(OpDesc d) {
                  options.streamBytes);
   }
   ++*counter;
+  d.recorded = recorder.issued(d);
   return d;
 }
 
@@ -128,6 +135,16 @@ std::shared_ptr<const comm::RankProgram> CommState::program(const comm::Schedule
 }
 
 void CommState::execute(const OpDesc& d, uint64_t ticket) {
+  try {
+    runOp(d, ticket);
+  } catch (const Error& e) {
+    recorder.ended(d, e.what());
+    throw;
+  }
+  // Success is recorded by the caller: completeOp for a queued op, runBlocking for its own.
+}
+
+void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (broken) throw *broken;
@@ -141,6 +158,7 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
     try {
       medium->beforeRun(ticket, aborted);
     } catch (const Error& e) {
+      recorder.ended(d, e.what());  // before the dump breakOn writes
       breakOn(e);
       throw;
     }
@@ -167,6 +185,7 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
     prog = program(spec);
   }
 
+  recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
   try {
     executor->run(prog ? *prog : plan.p2p, args);
@@ -191,15 +210,32 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
     }
     BRAID_TRACE("rank {}: {} end", rank, comm::describeHeader(args.header));
   } catch (const Error& e) {
+    recorder.ended(d, e.what());  // before the dump breakOn writes
     if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     throw;
   }
 }
 
 void CommState::breakOn(const Error& e) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(errorMutex);
-    if (!broken) broken = e;
+    if (!broken) {
+      broken = e;
+      first = true;
+    }
+  }
+  if (first && !options.dumpDir.empty()) {
+    // The first failure: what this rank was doing, for braid-trace to set beside its peers'.
+    std::string why;
+    const std::string path = recorder.dump(options.dumpDir, rank, size, e.what(), &why);
+    if (path.empty()) {
+      BRAID_WARN("rank {}: flight recorder: {}", rank, why);
+    } else {
+      BRAID_WARN("rank {}: flight recorder: the last {} ops are in {} (tools/trace/braid-trace "
+                 "merges the ranks' dumps)",
+                 rank, recorder.size(), path);
+    }
   }
   // Tell the peers at once rather than letting them time out; "<code>|<message>".
   endpoint->signalAbort(comm::encodeAbortReason(e.code(), e.what()));
@@ -232,6 +268,7 @@ void CommState::runBlocking(const OpDesc& desc) {
       }
     } release{this};
     execute(d);
+    recorder.ended(d, "");
     return;
   }
   Request request(enqueueLocked(d));

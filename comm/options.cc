@@ -37,6 +37,11 @@ ResolvedOptions resolveOptions(const Options& o) {
   BRAID_ENFORCE(r.channels >= 1 && r.channels <= 16, ErrorCode::kInvalidUsage,
                 "channel count {} (BRAID_CHANNELS) must be between 1 and 16", r.channels);
   r.hostName = o.hostName;
+  const int64_t flightOps = envInt("BRAID_FLIGHT_OPS", 2000);
+  BRAID_ENFORCE(flightOps >= 0 && flightOps <= 10000000, ErrorCode::kInvalidUsage,
+                "BRAID_FLIGHT_OPS={} must be between 0 and 10000000", flightOps);
+  r.flightOps = static_cast<size_t>(flightOps);
+  r.dumpDir = envString("BRAID_DUMP_DIR").value_or("");
   return r;
 }
 

@@ -27,6 +27,7 @@ struct OpDesc {
   int tag = 0;                     ///< send/recv: matched in posting order, must agree
   uint64_t seq = 0;                ///< assigned at issue time
   uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
+  uint64_t recorded = 0;           ///< its place in the flight recorder (1-based; 0: none)
 };
 
 /// Whether this rank reads its input / writes its output for `d`.

@@ -17,6 +17,7 @@
 
 #include "braid/braid.hpp"
 #include "comm/bootstrap/store.h"
+#include "comm/detail/flight_recorder.h"
 #include "comm/detail/medium.h"
 #include "comm/detail/op_plan.h"
 #include "comm/detail/tuner.h"
@@ -59,6 +60,8 @@ struct ResolvedOptions {
   bool channelsSet = false;      ///< lanes given by Options::channels or BRAID_CHANNELS
   size_t streamBytes = 8 << 20;  ///< outputs this large are written with streaming stores
   std::string hostName;          ///< Options::hostName ("" = BRAID_HOSTNAME / fingerprint)
+  size_t flightOps = 2000;       ///< BRAID_FLIGHT_OPS: ops the flight recorder keeps (0: none)
+  std::string dumpDir;           ///< BRAID_DUMP_DIR: where the first failure dumps it ("": no)
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
@@ -130,6 +133,9 @@ struct CommState {
   std::mutex errorMutex;
   std::optional<Error> broken;
 
+  /// The last options.flightOps ops (flight_recorder.h), dumped at the first failure.
+  comm::FlightRecorder recorder;
+
   // Programs by (shape, family, count, root, lanes, inPlace, elemsPerPiece).
   using ProgramKey = std::tuple<int, int, size_t, int, int, bool, size_t>;
   std::map<ProgramKey, std::shared_ptr<const comm::RankProgram>> programs;
@@ -143,8 +149,12 @@ struct CommState {
                                              uint64_t ticket = 0);
   /// Starts the progress thread, or wakes it when parked. Caller holds queueMutex.
   void wakeWorkerLocked();
-  /// Runs a numbered op to completion on this thread (a queued one with its medium ticket).
+  /// Runs a numbered op to completion on this thread (a queued one with its medium ticket),
+  /// recording its start, and its end when it fails, in the flight recorder (the caller records
+  /// a success: completeOp, or runBlocking).
   void execute(const OpDesc& desc, uint64_t ticket = 0);
+  /// execute() without the end's record.
+  void runOp(const OpDesc& desc, uint64_t ticket);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
   void runBlocking(const OpDesc& desc);
   /// Non-blocking entry.

@@ -229,6 +229,22 @@ TEST_F(BraidrunTest, FailingRankStopsTheOthersAndSetsExitCode) {
   EXPECT_EQ(r.out.find("survived"), std::string::npos);
 }
 
+TEST_F(BraidrunTest, OtherRanksGetTheSettleTimeToEndByThemselves) {
+  // Ranks 0 and 1 end 0.4 s after rank 2 failed (as braid ranks do when a peer fails, writing
+  // their dumps): within --settle they are not stopped; with --settle 0 they are, at once.
+  const auto script = sh("if [ $RANK = 2 ]; then sleep 0.2; exit 3; fi; sleep 0.6; "
+                         "echo finished-$RANK");
+  Result settled = runBraidrun(concat({"-n", "3", "--settle", "2"}, script));
+  ASSERT_FALSE(settled.timedOut);
+  EXPECT_EQ(settled.code, 3);
+  EXPECT_NE(settled.out.find("finished-0"), std::string::npos) << settled.out;
+  EXPECT_NE(settled.out.find("finished-1"), std::string::npos) << settled.out;
+  Result at_once = runBraidrun(concat({"-n", "3", "--settle", "0"}, script));
+  ASSERT_FALSE(at_once.timedOut);
+  EXPECT_EQ(at_once.code, 3);
+  EXPECT_EQ(at_once.out.find("finished"), std::string::npos) << at_once.out;
+}
+
 TEST_F(BraidrunTest, RankIgnoringSigtermIsKilledAfterGrace) {
   Result r = runBraidrun(
       concat({"-n", "2", "--grace", "0.5"}, sh("if [ $RANK = 1 ]; then sleep 0.2; exit 5; fi; "

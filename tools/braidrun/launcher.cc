@@ -139,6 +139,7 @@ class Launcher {
   void reap();
   void onExit(Rank& rank, int status);
   void stopOthers(int sig);
+  std::optional<Clock::time_point> stopAt_;  // SIGTERM to the others after --settle
   void pump(Stream& stream);
   void closeStream(Stream& stream);
   bool anyRunning() const;
@@ -243,7 +244,13 @@ void Launcher::onExit(Rank& rank, int status) {
   }
   if (anyRunning()) {
     note(what + "; stopping the other ranks");
-    stopOthers(SIGTERM);
+    // They usually fail by themselves at once (braid passes the failure on) and then write their
+    // flight-recorder dumps: let them, for --settle, before SIGTERM.
+    if (options_.settleSeconds > 0) {
+      stopAt_ = Deadline::after(options_.settleSeconds).when();
+    } else {
+      stopOthers(SIGTERM);
+    }
   } else {
     note(what);
   }
@@ -325,6 +332,10 @@ int Launcher::run() {
     bool running = anyRunning();
     if (!running && !drainUntil) drainUntil = Deadline::after(kDrainSeconds).when();
     if (!running && (!anyOpen() || Clock::now() >= *drainUntil)) break;
+    if (stopAt_ && running && Clock::now() >= *stopAt_) {
+      stopAt_.reset();
+      stopOthers(SIGTERM);
+    }
     if (killScheduled_ && running && Clock::now() >= killAt_) {
       stopOthers(SIGKILL);
       killScheduled_ = false;
@@ -343,6 +354,7 @@ int Launcher::run() {
     // Wake for the SIGKILL escalation and the drain limit; otherwise once a second.
     Clock::time_point wake = Deadline::after(1.0).when();
     if (killScheduled_ && killAt_ < wake) wake = killAt_;
+    if (stopAt_ && *stopAt_ < wake) wake = *stopAt_;
     if (drainUntil && *drainUntil < wake) wake = *drainUntil;
     int rc = ::poll(fds.data(), fds.size(), Deadline::at(wake).millisLeft());
     if (rc < 0 && errno != EINTR) failErrno("braidrun: poll()", errno);

@@ -32,7 +32,7 @@ double parsePositive(const std::string& flag, const std::string& text) {
 
 std::string usageText() {
   return "usage: braidrun -n N [--timeout S] [--no-prefix] [--port P] [--host-addr A] "
-         "[--grace S] [--bind-to core|none] COMMAND [ARGS...]\n"
+         "[--grace S] [--settle S] [--bind-to core|none] COMMAND [ARGS...]\n"
          "Starts N local ranks of COMMAND with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
          "GROUP_RANK, MASTER_ADDR, MASTER_PORT and a fresh BRAID_SECRET set.\n"
          "  -n, --np N       number of ranks (>= 1)\n"
@@ -41,6 +41,8 @@ std::string usageText() {
          "  --port P         MASTER_PORT (default: a free port)\n"
          "  --host-addr A    MASTER_ADDR (default 127.0.0.1)\n"
          "  --grace S        seconds between SIGTERM and SIGKILL when stopping ranks (3)\n"
+         "  --settle S       after a rank fails, seconds the others get to end by themselves\n"
+         "                   (and write BRAID_DUMP_DIR dumps) before SIGTERM (1; 0: at once)\n"
          "  --bind-to B      core: pin rank i to the i-th usable CPU; none: no pinning\n"
          "                   (default: core when N <= usable CPUs, else none, like mpirun)\n"
          "If a rank fails, the others are stopped and braidrun exits with its code\n"
@@ -94,6 +96,9 @@ LaunchOptions parseArguments(int argc, const char* const* argv) {
       if (options.hostAddr.empty()) throw UsageError("--host-addr needs a non-empty address");
     } else if (matches(arg, "--grace", false)) {
       options.graceSeconds = parsePositive("--grace", valueOf(arg, "--grace"));
+    } else if (matches(arg, "--settle", false)) {
+      const std::string text = valueOf(arg, "--settle");
+      options.settleSeconds = text == "0" ? 0.0 : parsePositive("--settle", text);
     } else if (matches(arg, "--bind-to", false)) {
       std::string how = valueOf(arg, "--bind-to");
       if (how != "core" && how != "none") {

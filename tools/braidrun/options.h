@@ -16,6 +16,9 @@ struct LaunchOptions {
   int port = 0;                        ///< --port: MASTER_PORT; 0 = pick a free one
   std::string hostAddr = "127.0.0.1";  ///< --host-addr: MASTER_ADDR
   double graceSeconds = 3;             ///< --grace: SIGTERM to SIGKILL when stopping ranks
+  /// --settle: after a rank fails, seconds the others get to end on their own (braid tells them
+  /// at once; they fail and write their flight-recorder dumps) before they are sent SIGTERM.
+  double settleSeconds = 1;
   /// --bind-to core|none: pin rank i to the i-th CPU braidrun may use. Unset: core when the
   /// ranks fit the CPUs (as mpirun does), none when they outnumber them.
   std::optional<bool> bindToCore;
