@@ -1,10 +1,15 @@
 // Creation step 1: the ranks meet in the store. Rank 0 draws the job id; every rank publishes a
-// proof of its job secret, its host key, its CPU set and its hardware descriptor, then reads the
-// others'. A rank whose secret differs is named on every rank, before anything is connected.
+// proof of its job secret, the settings that must agree, its host key, its CPU set and its
+// hardware descriptor, then reads the others'. A rank whose secret or settings differ is named on
+// every rank, before anything is connected.
 #include <fmt/format.h>
+
+#include <map>
+#include <utility>
 
 #include "comm/bootstrap/secret.h"
 #include "comm/detail/create.h"
+#include "common/config.h"
 #include "common/error.h"
 
 namespace braid::create {
@@ -25,6 +30,71 @@ std::string drawOrReadJobId(const CommState& state, Store& store, const std::str
   }
 }
 
+// What every rank must run alike, as "name=value" fields: the library, and the settings that
+// shape the transport and the schedules (the timeout may differ: each rank bounds its own waits).
+std::vector<std::pair<std::string, std::string>> sharedSettings(const ResolvedOptions& o) {
+  return {
+      {"braid version", BRAID_VERSION_STRING},
+      {"built with UCX", BRAID_HAVE_UCX ? "yes" : "no"},
+      {"algorithm (BRAID_ALGO)", algorithmName(o.algorithm)},
+      {"transport (BRAID_TRANSPORT)", o.transport.empty() ? "auto" : o.transport},
+      {"slot bytes (BRAID_CHUNK)", o.chunkSet ? std::to_string(o.slotBytes) : "default"},
+      {"slots (BRAID_SLOTS)", std::to_string(o.slots)},
+      {"channels (BRAID_CHANNELS)", o.channelsSet ? std::to_string(o.channels) : "default"},
+      {"streaming from (BRAID_STREAM_BYTES)", std::to_string(o.streamBytes)},
+  };
+}
+
+std::string encodeSettings(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  for (const auto& [name, value] : fields) out += name + "=" + value + "\n";
+  return out;
+}
+
+std::map<std::string, std::string> decodeSettings(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) fields[line.substr(0, eq)] = line.substr(eq + 1);
+    pos = end + 1;
+  }
+  return fields;
+}
+
+std::string ranksText(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// Fails (kInvalidUsage, alike on every rank) naming each field the ranks disagree on, with its
+// value on each group of ranks.
+void checkSettings(int rank, const std::vector<std::string>& published) {
+  std::vector<std::map<std::string, std::string>> fields;
+  for (const auto& text : published) fields.push_back(decodeSettings(text));
+  std::string differences;
+  for (const auto& [name, mine] : fields[0]) {
+    std::map<std::string, std::vector<int>> byValue;
+    for (size_t q = 0; q < fields.size(); ++q) {
+      auto it = fields[q].find(name);
+      byValue[it == fields[q].end() ? "(none)" : it->second].push_back(static_cast<int>(q));
+    }
+    if (byValue.size() < 2) continue;
+    std::string values;
+    for (const auto& [value, ranks] : byValue) {
+      values += fmt::format("{}{} on {}", values.empty() ? "" : ", ", value, ranksText(ranks));
+    }
+    differences += fmt::format("; {}: {}", name, values);
+  }
+  BRAID_ENFORCE(differences.empty(), ErrorCode::kInvalidUsage,
+                "rank {}: init: the ranks disagree on what must be the same on every rank{}",
+                rank, differences);
+}
+
 }  // namespace
 
 Meeting rendezvous(const CommState& state, const Joining& joining) {
@@ -40,7 +110,9 @@ Meeting rendezvous(const CommState& state, const Joining& joining) {
   const std::string host =
       state.options.hostName.empty() ? topology::hostFingerprint() : state.options.hostName;
   const topology::RankDescriptor self = topology::localDescriptor();
+  const std::string settings = encodeSettings(sharedSettings(state.options));
   store.set(key("secret-proof", rank), proof);
+  store.set(key("settings", rank), settings);
   store.set(key("host", rank), host);
   store.set(key("cpus", rank), topology::cpuSetText());
   store.set(key("topo", rank), topology::serializeDescriptor(self));
@@ -63,6 +135,9 @@ Meeting rendezvous(const CommState& state, const Joining& joining) {
                   "(Options::secret or BRAID_SECRET must be the same on every rank)",
                   rank, q);
   }
+  std::vector<std::string> published(size);
+  for (int q = 0; q < size; ++q) published[q] = q == rank ? settings : peerValue(q, "settings");
+  checkSettings(rank, published);
   meeting.hosts.resize(size);
   for (int q = 0; q < size; ++q) meeting.hosts[q] = q == rank ? host : peerValue(q, "host");
   meeting.descriptors.resize(size);
