@@ -64,7 +64,7 @@ void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message)
     op.message = std::move(message);
   }
   op.doneCv.notify_all();
-  recorder.ended(op.desc, code == ErrorCode::kOk ? std::string() : op.message);
+  opEnded(op.desc, code == ErrorCode::kOk ? std::string() : op.message);
   if (op.ticket != 0) medium->finished(op.ticket);
 }
 
@@ -138,10 +138,22 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
   try {
     runOp(d, ticket);
   } catch (const Error& e) {
-    recorder.ended(d, e.what());
+    opEnded(d, e.what());
     throw;
   }
   // Success is recorded by the caller: completeOp for a queued op, runBlocking for its own.
+}
+
+void CommState::opEnded(const OpDesc& d, const std::string& error) {
+  recorder.ended(d, error);
+  if (board) board->ended(d, error.empty());
+}
+
+std::string CommState::statusReport() const {
+  std::string out = fmt::format("braid status: rank {} of {}, host {}\n", rank, size,
+                                rank < int(hosts.size()) ? hosts[rank] : "?");
+  if (!board) return out + "  (no status board: " + boardWhy + ")\n";
+  return out + board->report(hosts);
 }
 
 void CommState::runOp(const OpDesc& d, uint64_t ticket) {
@@ -158,7 +170,7 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     try {
       medium->beforeRun(ticket, aborted);
     } catch (const Error& e) {
-      recorder.ended(d, e.what());  // before the dump breakOn writes
+      opEnded(d, e.what());  // before the dump breakOn writes
       breakOn(e);
       throw;
     }
@@ -186,6 +198,7 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   }
 
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
+  if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
   try {
     executor->run(prog ? *prog : plan.p2p, args);
@@ -210,7 +223,11 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     }
     BRAID_TRACE("rank {}: {} end", rank, comm::describeHeader(args.header));
   } catch (const Error& e) {
-    recorder.ended(d, e.what());  // before the dump breakOn writes
+    opEnded(d, e.what());  // before the dump breakOn writes
+    if (e.code() == ErrorCode::kTimeout) {
+      BRAID_WARN("rank {}: {} timed out; where the ranks stand:\n{}", rank,
+                 collectiveName(d.coll), statusReport());
+    }
     if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     throw;
   }
@@ -268,7 +285,7 @@ void CommState::runBlocking(const OpDesc& desc) {
       }
     } release{this};
     execute(d);
-    recorder.ended(d, "");
+    opEnded(d, "");
     return;
   }
   Request request(enqueueLocked(d));
@@ -493,6 +510,8 @@ int Communicator::rank() const { return state_->rank; }
 int Communicator::size() const { return state_->size; }
 
 void Communicator::abort() { state_->abort(fmt::format("rank {} called abort()", state_->rank)); }
+
+std::string Communicator::statusReport() const { return state_->statusReport(); }
 
 Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
   if (coll == Collective::kSend || coll == Collective::kRecv || coll == Collective::kBarrier)

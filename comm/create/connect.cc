@@ -28,6 +28,14 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
               plan.oversubscribed);
   leaveRendezvous(state);
   const int rank = state.rank;
+  state.hosts = meeting.hosts;
+  state.board = comm::StatusBoard::open(meeting.jobId, rank, state.size, &state.boardWhy);
+  if (!state.board) BRAID_WARN("rank {}: no status board for stuck-rank reports: {}", rank,
+                               state.boardWhy);
+  state.executor->runner().onWaiting([board = state.board.get()](const std::string& what) {
+    if (board != nullptr) board->waiting(what);
+  });
+  registerForStatusSignal(state.self);
   BRAID_INFO(
       "rank {}/{}: connected (job {}, host {}, node {} of {}, chunk {} B x {} slots, {} "
       "channel(s), {} local ranks{})",

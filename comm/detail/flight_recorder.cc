@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+
+#include "common/ticks.h"
 #include <filesystem>
 
 namespace braid::comm {
@@ -18,17 +20,8 @@ int64_t wallNs() {
       .count();
 }
 
-// What an event stores: the CPU's time-stamp counter where there is one (a few ns, against tens
-// for a clock read; converted to wall-clock ns when dumped), else steady-clock ns.
-int64_t tick() {
-#if defined(__x86_64__)
-  return static_cast<int64_t>(__builtin_ia32_rdtsc());
-#else
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-#endif
-}
+// What an event stores (converted to wall-clock ns when dumped).
+int64_t tick() { return readTick(); }
 
 bool isP2p(Collective c) { return c == Collective::kSend || c == Collective::kRecv; }
 

@@ -19,6 +19,7 @@
 #include "comm/bootstrap/store.h"
 #include "comm/detail/flight_recorder.h"
 #include "comm/detail/medium.h"
+#include "comm/detail/status_board.h"
 #include "comm/detail/op_plan.h"
 #include "comm/detail/tuner.h"
 #include "comm/engine/executor.h"
@@ -75,6 +76,9 @@ void leaveRendezvous(CommState& state);
 /// rank has left it, then closes it (comm/rendezvous.cc). `connected`: this rank's init completed
 /// (after a failed init or an abort it closes at once).
 void closeRendezvous(CommState& state, bool connected);
+/// Adds `state` to the communicators whose status SIGUSR1 logs (comm/status_signal.cc), installing
+/// the handler at the first call unless the program handles SIGUSR1 or BRAID_STATUS_SIGNAL=0.
+void registerForStatusSignal(const std::weak_ptr<CommState>& state);
 
 struct CommState {
   CommState(int rank, int size, const ResolvedOptions& options);
@@ -135,6 +139,16 @@ struct CommState {
 
   /// The last options.flightOps ops (flight_recorder.h), dumped at the first failure.
   comm::FlightRecorder recorder;
+  /// This host's ranks' standing (status_board.h), for statusReport(); null before connect or
+  /// where shared memory failed (boardWhy says why). hosts: each rank's host, from the meeting.
+  std::unique_ptr<comm::StatusBoard> board;
+  std::string boardWhy = "not connected yet";
+  std::vector<std::string> hosts;
+
+  /// An op's end for the recorder and the board (error "" when it succeeded).
+  void opEnded(const OpDesc& d, const std::string& error);
+  /// The stuck-rank report (Communicator::statusReport).
+  std::string statusReport() const;
 
   // Programs by (shape, family, count, root, lanes, inPlace, elemsPerPiece).
   using ProgramKey = std::tuple<int, int, size_t, int, int, bool, size_t>;

@@ -29,6 +29,7 @@ class Executor {
   }
   bool resumeGroup(LaneFeed& feed) { return runner_.resumeGroup(feed); }
   const ProgramRunner& runner() const { return runner_; }
+  ProgramRunner& runner() { return runner_; }
 
  private:
   std::unique_ptr<PieceEngine> pieces_;  // before runner_, which holds a reference to it

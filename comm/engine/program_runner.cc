@@ -233,7 +233,7 @@ void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
   }
 }
 
-void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why) {
+std::string ProgramRunner::waitingText(size_t* unfinishedOut) const {
   // Name what this rank was waiting for: the peers of every unfinished lane's current step.
   std::string waiting;
   size_t unfinished = 0;
@@ -264,6 +264,13 @@ void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std:
             fmt::format("; waiting to send to peer rank {} on channel {}", s.sendPeer, s.channel);
     }
   }
+  *unfinishedOut = unfinished;
+  return waiting;
+}
+
+void ProgramRunner::failWaiting(ErrorCode code, const ExecArgs& args, const std::string& why) {
+  size_t unfinished = 0;
+  const std::string waiting = waitingText(&unfinished);
   // Launched work may still use the buffers; let it end before they are given back.
   engine_.abandon();
   pending_.clear();
@@ -495,6 +502,7 @@ bool ProgramRunner::runCursors() {
   size_t unfinished = 0;
   for (const Cursor& c : cursors_) unfinished += c.done() ? 0 : 1;
   int idle = 0;
+  bool announced = false;  // onWaiting_ told about this idle period
   Clock::time_point lastProgress{}, lastPeerCheck{};
   for (;;) {
     if (feed_ != nullptr) {
@@ -506,6 +514,7 @@ bool ProgramRunner::runCursors() {
     const bool progressed = advanceAll(&unfinished);
     if (progressed || unfinished == 0) {
       idle = 0;
+      announced = false;
       continue;
     }
     ++idle;
@@ -537,12 +546,21 @@ bool ProgramRunner::runCursors() {
       failWaiting(ErrorCode::kTimeout, args,
                   fmt::format("no progress for {} s (BRAID_TIMEOUT)", args.timeoutSeconds));
     }
+    if (!announced && onWaiting_) {
+      announced = true;  // once per idle period: this text is for people, not the hot path
+      size_t n = 0;
+      const std::string text = waitingText(&n);
+      onWaiting_(text.size() > 2 ? text.substr(2) : text);
+    }
     // Announce the sleep, look once more, then sleep until rung or the slice ends.
     uint32_t ticket = ep_.prepareSleep();
     const bool moved = advanceAll(&unfinished);
     const auto until = moved ? now : std::min(now + kSleepSlice, lastProgress + timeout);
     ep_.sleep(ticket, until);
-    if (moved) idle = 0;
+    if (moved) {
+      idle = 0;
+      announced = false;
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -131,6 +132,9 @@ class ProgramRunner {
   int rank() const { return rank_; }
   /// "allreduce #3 (1024 x float, sum, ring, 131072-byte pieces) of 4096 bytes", for errors.
   std::string what(const ExecArgs& args) const;
+  /// Called (on the running thread) once per idle period, when a wait is about to sleep, with
+  /// what it waits for (as failWaiting names it): the status board's "waiting for" text.
+  void onWaiting(std::function<void(const std::string&)> fn) { onWaiting_ = std::move(fn); }
 
  private:
   static constexpr size_t kNoLane = ~size_t(0);
@@ -225,6 +229,10 @@ class ProgramRunner {
   std::deque<Cursor> cursors_;  // a deque: joining lanes leave the others' addresses alone
   std::vector<Pending> pending_;
   std::vector<const void*> gatherSrcs_;
+  std::function<void(const std::string&)> onWaiting_;
+  /// "; waiting to receive from peer rank 1 on channel 0; ..." for every unfinished lane (the
+  /// count of those in *unfinished).
+  std::string waitingText(size_t* unfinished) const;
 };
 
 }  // namespace braid::comm

@@ -126,6 +126,11 @@ class Communicator {
   /// Tears the communicator down from any thread: calls in flight here end with kAborted, peers
   /// see a remote error naming this rank. Idempotent.
   void abort();
+  /// The stuck-rank report, from any thread at any time: one line per rank of this host (the op
+  /// it runs and for how long, or its last completed collective; what it waits for), the
+  /// rank(s) that are behind marked. braid also logs it when a call times out, and for every
+  /// communicator of the process on SIGUSR1 (unless the program handles SIGUSR1 itself).
+  std::string statusReport() const;
 
   /// What the tuner would run for this collective and size (for benches and logs).
   Algorithm chosenAlgorithm(Collective coll, size_t bytes) const;

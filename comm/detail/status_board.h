@@ -1,0 +1,61 @@
+// Where every rank of a communicator on this host stands, for the stuck-rank report. One small
+// POSIX shared-memory segment per communicator (named by its job id) with one record per rank,
+// written only by its rank: at each op's start and end a few relaxed stores (its number, kind,
+// size, algorithm, state, the last one completed), and only while it waits, once per idle period,
+// what it waits for (the engine's text). Any rank reads every record (a seqlock per record), so a
+// report names the rank that is behind and the op it stopped in, even while that rank is frozen.
+// Ranks on other hosts are on their hosts' boards; the report says so.
+//
+// A diagnostic: if the segment cannot be made, the communicator works without one (open()
+// returns nullptr and the report says why). Internal to comm/. Thread-safe as described.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "braid/braid.hpp"
+#include "comm/detail/op_plan.h"
+#include "common/ticks.h"
+
+namespace braid::comm {
+
+class StatusBoard {
+ public:
+  /// The board of job `jobId` for `size` ranks (made by the first rank to open it), this rank's
+  /// record reset. nullptr (and *why) when shared memory is not available.
+  static std::unique_ptr<StatusBoard> open(const std::string& jobId, int rank, int size,
+                                           std::string* why);
+  ~StatusBoard();
+  StatusBoard(const StatusBoard&) = delete;
+  StatusBoard& operator=(const StatusBoard&) = delete;
+
+  /// This rank's op `d` starts with `algorithm` (collectives), or ends (ok or not).
+  void started(const OpDesc& d, Algorithm algorithm);
+  void ended(const OpDesc& d, bool ok);
+  /// What this rank waits for now (the engine's "waiting to receive from peer rank 2 on
+  /// channel 0"), while it waits; cleared by ended().
+  void waiting(const std::string& what);
+
+  /// One line per rank: what it runs or last completed, for how long, what it waits for; the
+  /// rank(s) with the lowest collective number marked "<- behind". `hosts[r]` names rank r's
+  /// host; ranks not on this host (hosts[r] != hosts[rank]) are listed as elsewhere.
+  std::string report(const std::vector<std::string>& hosts) const;
+
+  struct Record;  // the shared layout (status_board.cc)
+
+ private:
+  StatusBoard(int rank, int size, std::string name, void* base, size_t bytes);
+  Record& record(int r) const;
+
+  int rank_, size_;
+  std::string name_;
+  void* base_;
+  size_t bytes_;
+  TickClock clock_;  // turns the records' ticks into seconds
+};
+
+}  // namespace braid::comm

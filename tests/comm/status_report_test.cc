@@ -1,0 +1,107 @@
+// The stuck-rank report (Communicator::statusReport, comm/detail/status_board.h): a rank that
+// stops calling is named as behind, with its last completed collective, by the ranks that time
+// out waiting for it; SIGUSR1 logs the report of every communicator of a process.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tests/kit/communicators.h"
+#include "tests/kit/processes.h"
+
+namespace braid {
+namespace {
+
+std::string lineOf(const std::string& report, int rank) {
+  std::istringstream in(report);
+  std::string line;
+  const std::string head = "  rank " + std::to_string(rank) + " ";
+  while (std::getline(in, line)) {
+    if (line.rfind(head, 0) == 0) return line;
+  }
+  return "";
+}
+
+TEST(StatusReport, TheRanksThatTimeOutNameTheOneThatStoppedCalling) {
+  Options options;
+  options.timeoutSeconds = 1.5;
+  std::mutex mutex;
+  std::vector<std::string> reports;
+  testing::runRanks(4, options, [&](Communicator& c) {
+    std::vector<float> buf(256, 1.0f);
+    for (int i = 0; i < 2; ++i) {
+      c.allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+    }
+    if (c.rank() == 2) {
+      // Frozen (as far as braid can tell) past the others' timeout, then gone.
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+      return;
+    }
+    try {
+      c.allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+      ADD_FAILURE() << "rank " << c.rank() << ": no error";
+    } catch (const Error&) {
+      const std::string report = c.statusReport();
+      std::lock_guard<std::mutex> lock(mutex);
+      reports.push_back(report);
+    }
+  });
+  ASSERT_EQ(reports.size(), 3u);
+  for (const std::string& report : reports) {
+    const std::string two = lineOf(report, 2);
+    EXPECT_NE(two.find("not in an operation"), std::string::npos) << report;
+    EXPECT_NE(two.find("last completed collective #1"), std::string::npos) << report;
+    EXPECT_NE(two.find("<- behind"), std::string::npos) << report;
+    for (int r : {0, 1, 3}) {
+      const std::string line = lineOf(report, r);
+      EXPECT_NE(line.find("allreduce #2"), std::string::npos) << report;
+      EXPECT_EQ(line.find("<- behind"), std::string::npos) << report;
+    }
+  }
+  // A rank waiting for rank 2 said so on the board before it timed out.
+  bool named = false;
+  for (const std::string& report : reports) {
+    named = named || report.find("waiting to receive from peer rank 2") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << reports[0];
+}
+
+TEST(StatusReport, SigusrOneLogsTheReport) {
+  const auto log = std::filesystem::temp_directory_path() /
+                   ("braid-sigusr1-" + std::to_string(getpid()) + ".log");
+  std::filesystem::remove(log);
+  pid_t child = fork();
+  if (child == 0) {
+    // Logs go to stderr: into the file (the logger of this process was set up before the fork).
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f == nullptr || ::dup2(fileno(f), 2) < 0) _exit(3);
+    Options options;
+    options.timeoutSeconds = 10;
+    Communicator c = Communicator::fromStore(makeInMemoryStore(), 0, 1, options);
+    ::raise(SIGUSR1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child died: " << status;
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("SIGUSR1: braid status: rank 0 of 1"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("rank 0 (pid"), std::string::npos) << text.str();
+  std::filesystem::remove(log);
+}
+
+}  // namespace
+}  // namespace braid
