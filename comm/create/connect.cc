@@ -1,5 +1,7 @@
 // Creation step 3: connects the transport endpoint as planned, makes the executor over it and
 // lets go of the store.
+#include <algorithm>
+
 #include "comm/detail/create.h"
 #include "comm/exec/host_pieces.h"
 #include "common/log.h"
@@ -29,7 +31,11 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   leaveRendezvous(state);
   const int rank = state.rank;
   state.hosts = meeting.hosts;
-  state.board = comm::StatusBoard::open(meeting.jobId, rank, state.size, &state.boardWhy);
+  // The board is shared by the ranks with this rank's host key (whatever transport they use).
+  const int onThisHost = static_cast<int>(
+      std::count(meeting.hosts.begin(), meeting.hosts.end(), meeting.hosts[rank]));
+  state.board =
+      comm::StatusBoard::open(meeting.jobId, rank, state.size, onThisHost, &state.boardWhy);
   if (!state.board) BRAID_WARN("rank {}: no status board for stuck-rank reports: {}", rank,
                                state.boardWhy);
   state.executor->runner().onWaiting([board = state.board.get()](const std::string& what) {

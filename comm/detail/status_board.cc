@@ -129,7 +129,7 @@ std::string seconds(int64_t since, const TickClock& clock) {
 }  // namespace
 
 std::unique_ptr<StatusBoard> StatusBoard::open(const std::string& jobId, int rank, int size,
-                                               std::string* why) {
+                                               int localRanks, std::string* why) {
   const std::string name = segmentName(jobId);
   const size_t bytes = boardBytes(size);
   int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
@@ -153,7 +153,9 @@ std::unique_ptr<StatusBoard> StatusBoard::open(const std::string& jobId, int ran
   auto* header = static_cast<Header*>(base);
   header->magic.store(kMagic, std::memory_order_relaxed);
   header->size.store(uint64_t(size), std::memory_order_relaxed);
-  header->attached.fetch_add(1, std::memory_order_acq_rel);
+  if (header->attached.fetch_add(1, std::memory_order_acq_rel) + 1 >= uint64_t(localRanks)) {
+    shm_unlink(name.c_str());  // every local rank has it mapped: the name is no longer needed
+  }
   auto board = std::unique_ptr<StatusBoard>(new StatusBoard(rank, size, name, base, bytes));
   write(board->record(rank), [&](Record& r) {
     r.pid.store(uint64_t(getpid()), std::memory_order_relaxed);
@@ -173,9 +175,8 @@ StatusBoard::StatusBoard(int rank, int size, std::string name, void* base, size_
       bytes_(bytes) {}
 
 StatusBoard::~StatusBoard() {
-  auto* header = static_cast<Header*>(base_);
-  // The last rank to leave removes the name (a rank that opens it after that makes a new one).
-  if (header->attached.fetch_sub(1, std::memory_order_acq_rel) == 1) shm_unlink(name_.c_str());
+  // Normally gone since every local rank opened it; not when one never came (a failed init).
+  shm_unlink(name_.c_str());
   munmap(base_, bytes_);
 }
 

@@ -26,9 +26,11 @@ namespace braid::comm {
 class StatusBoard {
  public:
   /// The board of job `jobId` for `size` ranks (made by the first rank to open it), this rank's
-  /// record reset. nullptr (and *why) when shared memory is not available.
+  /// record reset. The last of the `localRanks` ranks of this host to open it removes its name
+  /// (each keeps its mapping), so a rank killed later leaves nothing in /dev/shm. nullptr (and
+  /// *why) when shared memory is not available.
   static std::unique_ptr<StatusBoard> open(const std::string& jobId, int rank, int size,
-                                           std::string* why);
+                                           int localRanks, std::string* why);
   ~StatusBoard();
   StatusBoard(const StatusBoard&) = delete;
   StatusBoard& operator=(const StatusBoard&) = delete;
