@@ -1,6 +1,7 @@
 // The stuck-rank report (Communicator::statusReport, comm/detail/status_board.h): a rank that
 // stops calling is named as behind, with its last completed collective, by the ranks that time
 // out waiting for it; SIGUSR1 logs the report of every communicator of a process.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -76,27 +77,35 @@ TEST(StatusReport, TheRanksThatTimeOutNameTheOneThatStoppedCalling) {
 }
 
 TEST(StatusReport, SigusrOneLogsTheReport) {
-  const auto log = std::filesystem::temp_directory_path() /
-                   ("braid-sigusr1-" + std::to_string(getpid()) + ".log");
-  std::filesystem::remove(log);
-  pid_t child = fork();
-  if (child == 0) {
-    // Logs go to stderr: into the file (the logger of this process was set up before the fork).
-    FILE* f = std::fopen(log.c_str(), "w");
-    if (f == nullptr || ::dup2(fileno(f), 2) < 0) _exit(3);
+  if (std::getenv("BRAID_TEST_SIGUSR1_CHILD") != nullptr) {
+    // The child (below): one communicator, then SIGUSR1; its stderr is the parent's log file.
     Options options;
     options.timeoutSeconds = 10;
     Communicator c = Communicator::fromStore(makeInMemoryStore(), 0, 1, options);
     ::raise(SIGUSR1);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    _exit(0);
+    return;
+  }
+  // A fresh process (exec'd, so that no thread of this one and no earlier handler is in it).
+  const auto log = std::filesystem::temp_directory_path() /
+                   ("braid-sigusr1-" + std::to_string(getpid()) + ".log");
+  std::filesystem::remove(log);
+  pid_t child = fork();
+  if (child == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::dup2(fd, 2) < 0 || ::dup2(fd, 1) < 0) _exit(3);
+    ::setenv("BRAID_TEST_SIGUSR1_CHILD", "1", 1);
+    ::execl("/proc/self/exe", "status_report_test",
+            "--gtest_filter=StatusReport.SigusrOneLogsTheReport", static_cast<char*>(nullptr));
+    _exit(4);
   }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child died: " << status;
   std::ifstream in(log);
   std::stringstream text;
   text << in.rdbuf();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child failed (" << status << "): " << text.str();
   EXPECT_NE(text.str().find("SIGUSR1: braid status: rank 0 of 1"), std::string::npos)
       << text.str();
   EXPECT_NE(text.str().find("rank 0 (pid"), std::string::npos) << text.str();
