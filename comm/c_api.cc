@@ -1,5 +1,7 @@
 // The C API: exceptions become return codes here, at the boundary, with a per-thread message.
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -142,6 +144,21 @@ braidResult_t braidCommSize(braidComm_t comm, int* size) {
   return guard([&] {
     enforceOut(size, "braidCommSize");
     *size = Pinned(comm, "braidCommSize")->size();
+  });
+}
+
+braidResult_t braidCommDump(braidComm_t comm, char* out, size_t size) {
+  return guard([&] {
+    const std::string report = Pinned(comm, "braidCommDump")->statusReport();
+    if (out == nullptr) {
+      std::fputs(report.c_str(), stderr);
+      return;
+    }
+    BRAID_ENFORCE(size > 0, braid::ErrorCode::kInvalidUsage,
+                  "braidCommDump: an output buffer of 0 bytes");
+    const size_t n = std::min(report.size(), size - 1);
+    std::memcpy(out, report.data(), n);
+    out[n] = '\0';
   });
 }
 

@@ -152,8 +152,24 @@ void CommState::opEnded(const OpDesc& d, const std::string& error) {
 std::string CommState::statusReport() const {
   std::string out = fmt::format("braid status: rank {} of {}, host {}\n", rank, size,
                                 rank < int(hosts.size()) ? hosts[rank] : "?");
-  if (!board) return out + "  (no status board: " + boardWhy + ")\n";
-  return out + board->report(hosts);
+  out += board ? board->report(hosts) : "  (no status board: " + boardWhy + ")\n";
+  if (executor) {
+    // This rank's traffic per peer since creation (payload bytes), the first 16 peers.
+    const comm::ProgramRunner& runner = executor->runner();
+    std::string traffic;
+    int shown = 0;
+    for (int q = 0; q < size && shown < 16; ++q) {
+      if (q == rank) continue;
+      traffic += fmt::format("{}rank {} {}/{}", traffic.empty() ? "" : ", ", q,
+                             runner.bytesSentTo(q), runner.bytesReceivedFrom(q));
+      ++shown;
+    }
+    if (!traffic.empty()) {
+      out += fmt::format("  rank {}'s bytes sent/received since creation: {}{}\n", rank, traffic,
+                         size - 1 > shown ? ", ..." : "");
+    }
+  }
+  return out;
 }
 
 void CommState::runOp(const OpDesc& d, uint64_t ticket) {

@@ -47,6 +47,8 @@ ProgramRunner::ProgramRunner(transport::Endpoint& endpoint, const std::atomic<bo
       oversubscribed_(oversubscribed),
       deferred_(engine.deferred()) {
   gatherSrcs_.resize(size_);
+  sentTo_ = std::make_unique<std::atomic<uint64_t>[]>(size_);
+  receivedFrom_ = std::make_unique<std::atomic<uint64_t>[]>(size_);
   spinRounds_ = oversubscribed ? kOversubscribedSpinRounds : kSpinRounds;
 }
 
@@ -220,13 +222,24 @@ bool ProgramRunner::tryPiece(Cursor& c) {
 
 void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
                            transport::SendChannel* out, size_t bytes) {
+  // The counters: one relaxed add each, on lines only this thread writes.
+  auto add = [](std::atomic<uint64_t>& n, size_t b) {
+    n.store(n.load(std::memory_order_relaxed) + b, std::memory_order_relaxed);
+  };
   if (s.prim == Prim::kGatherReduce) {
-    for (int q = 0; q < size_; ++q)
-      if (q != rank_) ep_.recv(q, s.channel).release();
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      ep_.recv(q, s.channel).release();
+      add(receivedFrom_[q], bytes);
+    }
   } else if (in != nullptr) {
     in->release();
+    add(receivedFrom_[s.recvPeer], bytes);
   }
-  if (out != nullptr) out->post(bytes, c.meta);
+  if (out != nullptr) {
+    out->post(bytes, c.meta);
+    add(sentTo_[s.sendPeer], bytes);
+  }
   if (++c.piece == pieceCount(s.count, c.args->elemsPerPiece)) {
     c.piece = 0;
     c.step++;

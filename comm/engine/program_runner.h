@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <functional>
 #include <map>
 #include <string>
@@ -135,6 +136,11 @@ class ProgramRunner {
   /// Called (on the running thread) once per idle period, when a wait is about to sleep, with
   /// what it waits for (as failWaiting names it): the status board's "waiting for" text.
   void onWaiting(std::function<void(const std::string&)> fn) { onWaiting_ = std::move(fn); }
+  /// Payload bytes this rank has sent to / received from `peer` (any thread, any time).
+  uint64_t bytesSentTo(int peer) const { return sentTo_[peer].load(std::memory_order_relaxed); }
+  uint64_t bytesReceivedFrom(int peer) const {
+    return receivedFrom_[peer].load(std::memory_order_relaxed);
+  }
 
  private:
   static constexpr size_t kNoLane = ~size_t(0);
@@ -230,6 +236,9 @@ class ProgramRunner {
   std::vector<Pending> pending_;
   std::vector<const void*> gatherSrcs_;
   std::function<void(const std::string&)> onWaiting_;
+  // Payload bytes posted to / consumed from each peer since creation (relaxed: written by the
+  // running thread only, read by reports from any thread).
+  std::unique_ptr<std::atomic<uint64_t>[]> sentTo_, receivedFrom_;
   /// "; waiting to receive from peer rank 1 on channel 0; ..." for every unfinished lane (the
   /// count of those in *unfinished).
   std::string waitingText(size_t* unfinished) const;

@@ -73,6 +73,9 @@ braidResult_t braidCommDestroy(braidComm_t comm);
 braidResult_t braidCommAbort(braidComm_t comm);
 braidResult_t braidCommRank(braidComm_t comm, int* rank);
 braidResult_t braidCommSize(braidComm_t comm, int* size);
+/* The stuck-rank report (braid.hpp's Communicator::statusReport), any thread, any time: written
+ * to `out` (NUL-terminated, truncated to `size` bytes) when out != NULL, else to stderr. */
+braidResult_t braidCommDump(braidComm_t comm, char* out, size_t size);
 
 /* Blocking collectives (in place when sendbuf == recvbuf, see braid.hpp for the offsets). */
 braidResult_t braidAllReduce(const void* sendbuf, void* recvbuf, size_t count, braidDataType_t type,

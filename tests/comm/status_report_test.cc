@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -67,6 +68,11 @@ TEST(StatusReport, TheRanksThatTimeOutNameTheOneThatStoppedCalling) {
       EXPECT_NE(line.find("allreduce #2"), std::string::npos) << report;
       EXPECT_EQ(line.find("<- behind"), std::string::npos) << report;
     }
+    // The reporting rank's traffic: two one-shot all-reduces of 1 KiB came from rank 2 (what it
+    // sent may include the third's, posted before the timeout).
+    EXPECT_TRUE(std::regex_search(report, std::regex("bytes sent/received since creation: .*"
+                                                     "rank 2 [0-9]+/2048")))
+        << report;
   }
   // A rank waiting for rank 2 said so on the board before it timed out.
   bool named = false;

@@ -267,6 +267,18 @@ TEST(CApi, NullPointersAndWideCodesAreInvalidUsage) {
     good = ok(io, "braidCommRank(NULL comm)", braidCommRank(nullptr, &value), braidInvalidUsage) &&
            good;
     good = value == -7 && good;
+    // braidCommDump: into a buffer (truncated, NUL-terminated); a 0-byte buffer is refused.
+    char report[64];
+    good = ok(io, "braidCommDump", braidCommDump(comm, report, sizeof report)) && good;
+    if (std::string(report).rfind("braid status: rank 0 of 1", 0) != 0) {
+      io.say("fail", fmt::format("braidCommDump wrote '{}'", report));
+      good = false;
+    }
+    good = ok(io, "braidCommDump(size 0)", braidCommDump(comm, report, 0), braidInvalidUsage) &&
+           good;
+    good = ok(io, "braidCommDump(NULL comm)", braidCommDump(nullptr, report, sizeof report),
+              braidInvalidUsage) &&
+           good;
     std::vector<float> in(100, 1.0f), out(100, -1.0f);
     for (int code : {256 + 7, 1 << 20, -1}) {
       good = ok(io, fmt::format("allreduce type {}", code).c_str(),
