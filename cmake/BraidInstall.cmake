@@ -41,7 +41,7 @@ foreach(_prog braidrun braid-topo braid-sim braid-train all_reduce_perf reduce_s
   endif()
 endforeach()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot/braid-plot ${PROJECT_SOURCE_DIR}/tools/plot/braid-plot-train
-                 ${PROJECT_SOURCE_DIR}/tools/trace/braid-trace
+                 ${PROJECT_SOURCE_DIR}/tools/trace/braid-trace ${PROJECT_SOURCE_DIR}/tools/doctor/braid-doctor
         DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 # braid-cluster finds its package beside its real path: the folder goes to share/, a link to bin/.
 set(_cluster_dir ${CMAKE_INSTALL_DATADIR}/braid/cluster)

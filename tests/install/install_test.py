@@ -19,7 +19,8 @@ import subprocess
 import sys
 
 PUBLIC_HEADERS = {"braid.h", "braid.hpp", "deadline.hpp", "error.hpp", "store.hpp", "types.hpp"}
-PROGRAMS = ["braidrun", "braid-topo", "braid-sim", "all_reduce_perf", "braid-plot", "braid-cluster"]
+PROGRAMS = ["braidrun", "braid-topo", "braid-sim", "all_reduce_perf", "braid-plot", "braid-cluster",
+            "braid-trace", "braid-doctor"]
 
 
 def run(*argv, cwd=None, env=None, timeout=600):
