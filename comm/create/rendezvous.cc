@@ -4,6 +4,7 @@
 // every rank, before anything is connected.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -118,15 +119,32 @@ Meeting rendezvous(const CommState& state, const Joining& joining) {
   store.set(key("topo", rank), topology::serializeDescriptor(self));
 
   const Deadline deadline = Deadline::after(timeout);
-  // A peer's published value; a failure names the peer (it may have died during init).
+  // A peer's published value; a failure names the peer (it may have died during init), and on a
+  // timeout every other rank that has not published it either (looked up without waiting).
   auto peerValue = [&](int q, const char* what) {
     try {
       return store.get(key(what, q), deadline);
     } catch (const Error& e) {
+      std::vector<int> missing{q};
+      if (e.code() == ErrorCode::kTimeout) {
+        for (int p = 0; p < size; ++p) {
+          if (p == q || p == rank) continue;
+          try {
+            store.get(key(what, p), Deadline::after(0));
+          } catch (const Error&) {
+            missing.push_back(p);
+          }
+        }
+      }
+      std::sort(missing.begin(), missing.end());
+      std::string who;
+      for (int p : missing) who += fmt::format("{}{}", who.empty() ? "" : ", ", p);
       fail(e.code(),
-           "rank {}: init: peer rank {} did not publish its {} within {} s (did it fail or "
-           "exit?): {}",
-           rank, q, what, timeout, e.what());
+           "rank {}: init: peer {} {} did not publish {} {} within {} s (did {} fail, exit, or "
+           "never start?): {}",
+           rank, missing.size() == 1 ? "rank" : "ranks", who,
+           missing.size() == 1 ? "its" : "their", what, timeout,
+           missing.size() == 1 ? "it" : "they", e.what());
     }
   };
   for (int q = 0; q < size; ++q) {

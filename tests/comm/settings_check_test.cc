@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "tests/kit/communicators.h"
 
@@ -61,6 +62,32 @@ TEST(SettingsCheck, EveryDifferenceIsNamed) {
     EXPECT_NE(e.find("channels (BRAID_CHANNELS): 2 on rank 1, default on rank 0"),
               std::string::npos)
         << e;
+  }
+}
+
+TEST(InitDeadline, EveryAbsentRankIsNamed) {
+  // A world of 4 where ranks 2 and 3 never start: ranks 0 and 1 fail within the timeout, naming
+  // both.
+  auto store = makeInMemoryStore();
+  std::string errors[2];
+  std::thread threads[2];
+  for (int r = 0; r < 2; ++r) {
+    threads[r] = std::thread([&, r] {
+      Options o;
+      o.timeoutSeconds = 1;
+      try {
+        Communicator::fromStore(store, r, 4, o);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NE(errors[r].find("peer ranks 2, 3 did not publish their"), std::string::npos)
+        << errors[r];
+    EXPECT_NE(errors[r].find("rank " + std::to_string(r) + ": init"), std::string::npos)
+        << errors[r];
   }
 }
 
