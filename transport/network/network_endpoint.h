@@ -34,6 +34,7 @@ namespace braid::transport {
 struct NetworkPeer {
   int rank = -1;
   std::atomic<bool> alive{true};
+  std::atomic<bool> dying{false};  ///< markDead's once: set first, `alive` cleared last
 };
 
 /// How the progress loop spins before it sleeps: at least `polls` empty rounds and `time` since
