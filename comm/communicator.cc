@@ -9,6 +9,7 @@
 #include "comm/detail/p2p_group.h"
 #include "comm/detail/state.h"
 #include "common/log.h"
+#include "common/ticks.h"
 
 namespace braid {
 namespace {
@@ -119,6 +120,9 @@ OpDesc CommState::issue(OpDesc d) {
                  options.streamBytes);
   }
   ++*counter;
+  // The op's one time at issue (shared with the status board at its start): the counter is
+  // read only while the recorder keeps ops, the records' only per-op cost beyond a few stores.
+  d.issuedTick = recorder.keeps() ? readTick() : 0;
   d.recorded = recorder.issued(d);
   return d;
 }
@@ -145,8 +149,8 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
 }
 
 void CommState::opEnded(const OpDesc& d, const std::string& error) {
-  recorder.ended(d, error);
-  if (board) board->ended(d, error.empty());
+  const int64_t tick = recorder.ended(d, error);
+  if (board) board->ended(d, error.empty(), tick);
 }
 
 std::string CommState::statusReport() const {

@@ -42,6 +42,7 @@ ResolvedOptions resolveOptions(const Options& o) {
                 "BRAID_FLIGHT_OPS={} must be between 0 and 10000000", flightOps);
   r.flightOps = static_cast<size_t>(flightOps);
   r.dumpDir = envString("BRAID_DUMP_DIR").value_or("");
+  r.statusBoard = envInt("BRAID_STATUS_BOARD", 1) != 0;
   return r;
 }
 

@@ -7,6 +7,7 @@
 
 #include "comm/detail/flight_recorder.h"
 #include "comm/detail/status_board.h"
+#include "common/ticks.h"
 
 namespace {
 
@@ -22,7 +23,7 @@ void StatusBoardStartAndEnd(benchmark::State& state) {
   for (auto _ : state) {
     ++d.seq;
     board->started(d, braid::Algorithm::kRing);
-    board->ended(d, true);
+    board->ended(d, true, d.issuedTick);
   }
 }
 BENCHMARK(StatusBoardStartAndEnd);
@@ -33,6 +34,7 @@ void FlightRecorderIssueStartEnd(benchmark::State& state) {
   d.count = 2;
   for (auto _ : state) {
     ++d.seq;
+    d.issuedTick = braid::readTick();  // as CommState::issue does
     d.recorded = recorder.issued(d);
     recorder.started(d, braid::Algorithm::kRing);
     recorder.ended(d, "");

@@ -34,9 +34,13 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   // The board is shared by the ranks with this rank's host key (whatever transport they use).
   const int onThisHost = static_cast<int>(
       std::count(meeting.hosts.begin(), meeting.hosts.end(), meeting.hosts[rank]));
-  state.board =
-      comm::StatusBoard::open(meeting.jobId, rank, state.size, onThisHost, &state.boardWhy);
-  if (!state.board) BRAID_WARN("rank {}: no status board for stuck-rank reports: {}", rank,
+  if (!state.options.statusBoard) {
+    state.boardWhy = "BRAID_STATUS_BOARD=0 turned it off";
+  } else {
+    state.board =
+        comm::StatusBoard::open(meeting.jobId, rank, state.size, onThisHost, &state.boardWhy);
+  }
+  if (!state.board && state.options.statusBoard) BRAID_WARN("rank {}: no status board for stuck-rank reports: {}", rank,
                                state.boardWhy);
   state.executor->runner().onWaiting([board = state.board.get()](const std::string& what) {
     if (board != nullptr) board->waiting(what);

@@ -8,8 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/ticks.h"
 #include <filesystem>
+
+#include "common/ticks.h"
 
 namespace braid::comm {
 namespace {
@@ -53,8 +54,46 @@ std::string hostName() {
 
 }  // namespace
 
+// One op's entry. Every field is a word of its own, written with relaxed stores; `place` is 0
+// while issued() rewrites it and the op's place once it is whole (a reader's consistency check).
+struct FlightRecorder::Slot {
+  std::atomic<uint64_t> place{0};
+  std::atomic<uint64_t> seq{0};
+  std::atomic<uint64_t> kind{0};  // packKind(): collective, type, op, algorithm, state
+  std::atomic<uint64_t> count{0};
+  std::atomic<int64_t> root{0}, tag{0};
+  std::atomic<int64_t> issuedTick{0}, endedTick{0};
+};
+
+namespace {
+
+uint64_t packKind(const OpDesc& d, Algorithm algorithm, FlightRecorder::State state) {
+  return uint64_t(uint8_t(d.coll)) | uint64_t(uint8_t(d.dtype)) << 8 |
+         uint64_t(uint8_t(d.op)) << 16 | uint64_t(uint8_t(algorithm)) << 24 |
+         uint64_t(uint8_t(state)) << 32;
+}
+
+FlightRecorder::State stateOf(uint64_t kind) {
+  return static_cast<FlightRecorder::State>(uint8_t(kind >> 32));
+}
+
+// The slots: a power of two at least `capacity`, so a place finds its slot with a mask.
+size_t slotCount(size_t capacity) {
+  size_t n = 1;
+  while (n < capacity) n <<= 1;
+  return n;
+}
+
+}  // namespace
+
 FlightRecorder::FlightRecorder(size_t capacity)
-    : capacity_(capacity), tick0_(tick()), wall0_(wallNs()) {}
+    : capacity_(capacity),
+      mask_(slotCount(capacity) - 1),
+      slots_(capacity > 0 ? new Slot[slotCount(capacity)] : nullptr),
+      tick0_(tick()),
+      wall0_(wallNs()) {}
+
+FlightRecorder::~FlightRecorder() = default;
 
 int64_t FlightRecorder::toWallNs(int64_t t, int64_t tickNow, int64_t wallNow) const {
   if (t == 0) return 0;
@@ -75,61 +114,102 @@ const char* FlightRecorder::stateName(State state) {
   return "?";
 }
 
-uint64_t FlightRecorder::issued(const OpDesc& d) {
-  if (capacity_ == 0) return 0;
-  Entry e;
-  e.desc = d;
-  e.desc.input = nullptr;
-  e.desc.output = nullptr;
-  e.issuedNs = tick();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (entries_.size() == capacity_) {
-    entries_.pop_front();
-    ++firstPlace_;
-  }
-  entries_.push_back(std::move(e));
-  return firstPlace_ + entries_.size() - 1;
+FlightRecorder::Slot* FlightRecorder::slotOf(uint64_t place) const {
+  if (capacity_ == 0 || place == 0) return nullptr;
+  Slot* s = &slots_[(place - 1) & mask_];
+  return s->place.load(std::memory_order_relaxed) == place ? s : nullptr;
 }
 
-FlightRecorder::Entry* FlightRecorder::find(const OpDesc& d) {
-  if (d.recorded < firstPlace_ || d.recorded - firstPlace_ >= entries_.size()) return nullptr;
-  return &entries_[d.recorded - firstPlace_];
+uint64_t FlightRecorder::issued(const OpDesc& d) {
+  if (capacity_ == 0) return 0;
+  // One issuer at a time (see the top), so this read-then-store numbering is exact.
+  const uint64_t place = issuedCount_.load(std::memory_order_relaxed) + 1;
+  Slot& s = slots_[(place - 1) & mask_];
+  s.place.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // readers see 0 before the new fields
+  s.seq.store(d.seq, std::memory_order_relaxed);
+  s.kind.store(packKind(d, Algorithm::kAuto, State::kIssued), std::memory_order_relaxed);
+  s.count.store(d.count, std::memory_order_relaxed);
+  s.root.store(d.root, std::memory_order_relaxed);
+  s.tag.store(d.tag, std::memory_order_relaxed);
+  s.issuedTick.store(d.issuedTick, std::memory_order_relaxed);
+  s.endedTick.store(0, std::memory_order_relaxed);
+  s.place.store(place, std::memory_order_release);
+  issuedCount_.store(place, std::memory_order_release);
+  return place;
 }
 
 void FlightRecorder::started(const OpDesc& d, Algorithm algorithm) {
-  if (capacity_ == 0 || d.recorded == 0) return;
-  const int64_t now = tick();  // outside the lock: the caller's thread may be issuing
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (Entry* e = find(d); e != nullptr && e->state == State::kIssued) {
-    e->state = State::kStarted;
-    e->algorithm = algorithm;
-    e->startedNs = now;
-  }
+  Slot* s = slotOf(d.recorded);
+  if (s == nullptr || stateOf(s->kind.load(std::memory_order_relaxed)) != State::kIssued) return;
+  s->kind.store(packKind(d, algorithm, State::kStarted), std::memory_order_relaxed);
 }
 
-void FlightRecorder::ended(const OpDesc& d, const std::string& error) {
-  if (capacity_ == 0 || d.recorded == 0) return;
+int64_t FlightRecorder::ended(const OpDesc& d, const std::string& error) {
+  if (capacity_ == 0) return 0;
   const int64_t now = tick();
-  std::lock_guard<std::mutex> lock(mutex_);
-  Entry* e = find(d);
-  if (e == nullptr || e->state == State::kCompleted || e->state == State::kFailed) return;
-  e->state = error.empty() ? State::kCompleted : State::kFailed;
-  if (!error.empty()) e->error = error;
-  e->endedNs = now;
+  Slot* s = slotOf(d.recorded);
+  if (s == nullptr) return now;
+  const uint64_t kind = s->kind.load(std::memory_order_relaxed);
+  const State state = stateOf(kind);
+  if (state == State::kCompleted || state == State::kFailed) return now;
+  if (!error.empty()) {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    errors_[d.recorded] = error;
+    while (errors_.size() > capacity_) errors_.erase(errors_.begin());
+  }
+  s->endedTick.store(now, std::memory_order_relaxed);
+  // The algorithm chosen at the start stays; only the state changes.
+  s->kind.store((kind & ~(uint64_t(0xff) << 32)) |
+                    uint64_t(uint8_t(error.empty() ? State::kCompleted : State::kFailed)) << 32,
+                std::memory_order_relaxed);
+  return now;
 }
 
 size_t FlightRecorder::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return entries_.size();
+  return std::min<uint64_t>(issuedCount_.load(std::memory_order_acquire), capacity_);
 }
 
-std::deque<FlightRecorder::Entry> FlightRecorder::entries() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return entries_;
+std::vector<FlightRecorder::Entry> FlightRecorder::entries() const {
+  std::vector<Entry> out;
+  const uint64_t newest = issuedCount_.load(std::memory_order_acquire);
+  const uint64_t first = newest > capacity_ ? newest - capacity_ + 1 : 1;
+  std::map<uint64_t, std::string> errors;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    errors = errors_;
+  }
+  for (uint64_t place = first; place <= newest && capacity_ > 0; ++place) {
+    const Slot& s = slots_[(place - 1) & mask_];
+    Entry e;
+    bool whole = false;
+    for (int attempt = 0; attempt < 100 && !whole; ++attempt) {
+      if (s.place.load(std::memory_order_acquire) != place) break;  // a newer op took it
+      const uint64_t kind = s.kind.load(std::memory_order_relaxed);
+      e.desc.coll = static_cast<Collective>(uint8_t(kind));
+      e.desc.dtype = static_cast<DataType>(uint8_t(kind >> 8));
+      e.desc.op = static_cast<RedOp>(uint8_t(kind >> 16));
+      e.algorithm = static_cast<Algorithm>(uint8_t(kind >> 24));
+      e.state = stateOf(kind);
+      e.desc.seq = s.seq.load(std::memory_order_relaxed);
+      e.desc.count = s.count.load(std::memory_order_relaxed);
+      e.desc.root = static_cast<int>(s.root.load(std::memory_order_relaxed));
+      e.desc.tag = static_cast<int>(s.tag.load(std::memory_order_relaxed));
+      e.desc.recorded = place;
+      e.issuedNs = s.issuedTick.load(std::memory_order_relaxed);
+      e.endedNs = s.endedTick.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      whole = s.place.load(std::memory_order_relaxed) == place;
+    }
+    if (!whole) continue;
+    if (auto it = errors.find(place); it != errors.end()) e.error = it->second;
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 std::string FlightRecorder::json(int rank, int size, const std::string& reason) const {
-  const std::deque<Entry> list = entries();
+  const std::vector<Entry> list = entries();
   const int64_t tickNow = tick(), wallNow = wallNs();
   std::string out = fmt::format(
       "{{\"rank\": {}, \"size\": {}, \"host\": {}, \"pid\": {}, \"reason\": {}, "
@@ -143,12 +223,12 @@ std::string FlightRecorder::json(int rank, int size, const std::string& reason) 
     out += fmt::format(
         "{}\n  {{\"seq\": {}, \"kind\": \"{}\", \"coll\": \"{}\", \"count\": {}, \"dtype\": \"{}\", "
         "\"op\": \"{}\", \"root\": {}, \"peer\": {}, \"tag\": {}, \"algorithm\": \"{}\", "
-        "\"state\": \"{}\", \"issued_ns\": {}, \"started_ns\": {}, \"ended_ns\": {}, "
+        "\"state\": \"{}\", \"issued_ns\": {}, \"ended_ns\": {}, "
         "\"error\": {}}}",
         first ? "" : ",", d.seq, p2p ? "p2p" : "collective", collectiveName(d.coll), d.count,
         dataTypeName(d.dtype), redOpName(d.op), p2p ? -1 : d.root, p2p ? d.root : -1, d.tag,
         algorithmName(e.algorithm), stateName(e.state), toWallNs(e.issuedNs, tickNow, wallNow),
-        toWallNs(e.startedNs, tickNow, wallNow), toWallNs(e.endedNs, tickNow, wallNow),
+        toWallNs(e.endedNs, tickNow, wallNow),
         jsonString(e.error));
     first = false;
   }

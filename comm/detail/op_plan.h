@@ -28,6 +28,7 @@ struct OpDesc {
   uint64_t seq = 0;                ///< assigned at issue time
   uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
   uint64_t recorded = 0;           ///< its place in the flight recorder (1-based; 0: none)
+  int64_t issuedTick = 0;          ///< readTick() at issue when recorded (0: no time taken)
 };
 
 /// Whether this rank reads its input / writes its output for `d`.

@@ -63,6 +63,7 @@ struct ResolvedOptions {
   std::string hostName;          ///< Options::hostName ("" = BRAID_HOSTNAME / fingerprint)
   size_t flightOps = 2000;       ///< BRAID_FLIGHT_OPS: ops the flight recorder keeps (0: none)
   std::string dumpDir;           ///< BRAID_DUMP_DIR: where the first failure dumps it ("": no)
+  bool statusBoard = true;       ///< BRAID_STATUS_BOARD=0: no status board (no stuck-rank lines)
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.

@@ -22,21 +22,32 @@ constexpr size_t kTextWords = 96;                   // 768 bytes of "waiting for
 // What the records store as "since": readTick() (one host's ranks share the counter).
 int64_t tick() { return readTick(); }
 
-enum class RankState : uint32_t { kNone = 0, kIdle = 1, kRunning = 2, kFailed = 3 };
-
 }  // namespace
 
-// One rank's record. Every field is an atomic word: the owner writes between two increments of
-// `version` (odd while writing), readers copy and retry when the version moved.
+// One rank's record, written only by its rank. What an op costs is its end: one store of `ended`
+// (the op's number), its end time and, for a collective, `doneColls`; no clock read, no fence on
+// x86. The op's description is written only when the op waits (waiting(), at most once per idle
+// period of the engine, which has already spun for microseconds) or fails: between two
+// increments of `version` (odd meanwhile), read by copying and retrying when the version moved.
+// The end words are read after the description, so they may be newer than it, never older. A
+// rank inside an op it has not waited in yet reads as between ops (for microseconds): a report
+// comes from a rank that waited seconds, and the ranks it waits for are waiting too, or are not
+// in the op at all.
 struct StatusBoard::Record {
   std::atomic<uint64_t> version;
   std::atomic<uint64_t> pid;
-  std::atomic<uint64_t> state;  // RankState
-  std::atomic<uint64_t> seq;    // the current (or last) op's number
-  std::atomic<uint64_t> coll, count, dtype, algorithm, p2p, peer;
-  std::atomic<uint64_t> doneColls;  // collectives completed (the next one's number)
-  std::atomic<int64_t> sinceNs;     // steady clock: when `state` was entered
+  std::atomic<uint64_t> op;       // the described op's number (1-based; 0: none yet)
+  std::atomic<uint64_t> failed;   // 1: the described op failed
+  std::atomic<uint64_t> kind;     // packKind(): collective, type, algorithm, send/recv
+  std::atomic<uint64_t> seq;      // its sequence number
+  std::atomic<uint64_t> count;
+  std::atomic<int64_t> peer;       // root of a collective, peer of a send/recv
+  std::atomic<int64_t> startTick;  // its issue tick (0: unknown)
+  std::atomic<int64_t> waitSince;  // tick when `text` was written
   std::atomic<uint64_t> text[kTextWords];
+  std::atomic<uint64_t> ended;      // the number of the last op that ended
+  std::atomic<int64_t> endTick;     // when it ended (0: unknown)
+  std::atomic<uint64_t> doneColls;  // collectives completed (the next one's number)
 };
 
 namespace {
@@ -57,12 +68,31 @@ std::string segmentName(const std::string& jobId) {
   return name.substr(0, 200);
 }
 
+enum class RankState { kNone, kIdle, kRunning, kFailed };
+
+uint64_t packKind(const OpDesc& d, Algorithm algorithm) {
+  const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
+  return uint64_t(uint8_t(d.coll)) | uint64_t(uint8_t(d.dtype)) << 8 |
+         uint64_t(uint8_t(algorithm)) << 16 | uint64_t(p2p) << 24;
+}
+
 // A consistent copy of a record's numbers and text.
 struct Snapshot {
-  uint64_t pid = 0, state = 0, seq = 0, coll = 0, count = 0, dtype = 0, algorithm = 0, p2p = 0,
-           peer = 0, doneColls = 0;
-  int64_t sinceNs = 0;
+  uint64_t pid = 0, op = 0, seq = 0, count = 0, ended = 0, doneColls = 0;
+  bool failed = false;
+  Collective coll = Collective::kAllReduce;
+  DataType dtype = DataType::kFloat32;
+  Algorithm algorithm = Algorithm::kAuto;
+  bool p2p = false;
+  int64_t peer = 0, startTick = 0, endTick = 0, waitSince = 0;
   std::string text;
+
+  RankState state() const {
+    if (pid == 0) return RankState::kNone;
+    if (op > ended) return RankState::kRunning;  // described while it waits, not yet ended
+    return failed && op == ended ? RankState::kFailed : RankState::kIdle;
+  }
+  int64_t since() const { return state() == RankState::kRunning ? startTick : endTick; }
 };
 
 bool read(const StatusBoard::Record& r, Snapshot* s) {
@@ -70,16 +100,14 @@ bool read(const StatusBoard::Record& r, Snapshot* s) {
     const uint64_t v = r.version.load(std::memory_order_acquire);
     if (v & 1) continue;
     s->pid = r.pid.load(std::memory_order_relaxed);
-    s->state = r.state.load(std::memory_order_relaxed);
+    s->op = r.op.load(std::memory_order_relaxed);
+    s->failed = r.failed.load(std::memory_order_relaxed) != 0;
+    const uint64_t kind = r.kind.load(std::memory_order_relaxed);
     s->seq = r.seq.load(std::memory_order_relaxed);
-    s->coll = r.coll.load(std::memory_order_relaxed);
     s->count = r.count.load(std::memory_order_relaxed);
-    s->dtype = r.dtype.load(std::memory_order_relaxed);
-    s->algorithm = r.algorithm.load(std::memory_order_relaxed);
-    s->p2p = r.p2p.load(std::memory_order_relaxed);
     s->peer = r.peer.load(std::memory_order_relaxed);
-    s->doneColls = r.doneColls.load(std::memory_order_relaxed);
-    s->sinceNs = r.sinceNs.load(std::memory_order_relaxed);
+    s->startTick = r.startTick.load(std::memory_order_relaxed);
+    s->waitSince = r.waitSince.load(std::memory_order_relaxed);
     char buf[kTextWords * 8 + 1] = {};
     for (size_t i = 0; i < kTextWords; ++i) {
       const uint64_t w = r.text[i].load(std::memory_order_relaxed);
@@ -87,21 +115,29 @@ bool read(const StatusBoard::Record& r, Snapshot* s) {
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (r.version.load(std::memory_order_relaxed) == v) {
+      s->coll = static_cast<Collective>(uint8_t(kind));
+      s->dtype = static_cast<DataType>(uint8_t(kind >> 8));
+      s->algorithm = static_cast<Algorithm>(uint8_t(kind >> 16));
+      s->p2p = (kind >> 24) & 1;
       s->text = buf;
+      // The end words, after the description: they may be newer, never older, than it.
+      s->ended = r.ended.load(std::memory_order_acquire);
+      s->endTick = r.endTick.load(std::memory_order_relaxed);
+      s->doneColls = r.doneColls.load(std::memory_order_relaxed);
       return true;
     }
   }
   return false;  // its owner keeps writing: report it as unreadable
 }
 
-// The owner's write of a record (a seqlock: version odd meanwhile).
+// The owner's write of its record (a seqlock: version odd meanwhile). `version` is the owner's
+// own copy of the record's version, so a write loads nothing from the shared line.
 template <typename Fn>
-void write(StatusBoard::Record& r, Fn&& fn) {
-  const uint64_t v = r.version.load(std::memory_order_relaxed);
-  r.version.store(v + 1, std::memory_order_relaxed);
+void write(StatusBoard::Record& r, uint64_t& version, Fn&& fn) {
+  r.version.store(++version, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   fn(r);
-  r.version.store(v + 2, std::memory_order_release);
+  r.version.store(++version, std::memory_order_release);
 }
 
 void setText(StatusBoard::Record& r, const std::string& text) {
@@ -117,13 +153,15 @@ void setText(StatusBoard::Record& r, const std::string& text) {
 // How far a rank got, in half steps: 2n once n collectives completed, 2n + 1 while in (or failed
 // in) collective #n. A rank waiting in #2 is ahead of one that has not called it.
 uint64_t progressOf(const Snapshot& s) {
-  const bool inCollective = !s.p2p && (s.state == uint64_t(RankState::kRunning) ||
-                                       s.state == uint64_t(RankState::kFailed));
+  const RankState state = s.state();
+  const bool inCollective =
+      !s.p2p && (state == RankState::kRunning || state == RankState::kFailed);
   return inCollective ? 2 * s.seq + 1 : 2 * s.doneColls;
 }
 
-std::string seconds(int64_t since, const TickClock& clock) {
-  return fmt::format("{:.1f} s", clock.nsSince(since) / 1e9);
+// " for 12.3 s" since tick `since`, or "" when the time is unknown.
+std::string forHowLong(int64_t since, const TickClock& clock) {
+  return since == 0 ? std::string() : fmt::format(" for {:.1f} s", clock.nsSince(since) / 1e9);
 }
 
 }  // namespace
@@ -157,11 +195,13 @@ std::unique_ptr<StatusBoard> StatusBoard::open(const std::string& jobId, int ran
     shm_unlink(name.c_str());  // every local rank has it mapped: the name is no longer needed
   }
   auto board = std::unique_ptr<StatusBoard>(new StatusBoard(rank, size, name, base, bytes));
-  write(board->record(rank), [&](Record& r) {
+  board->version_ = board->mine_->version.load(std::memory_order_relaxed) & ~uint64_t(1);
+  write(*board->mine_, board->version_, [&](Record& r) {
     r.pid.store(uint64_t(getpid()), std::memory_order_relaxed);
-    r.state.store(uint64_t(RankState::kIdle), std::memory_order_relaxed);
+    r.op.store(0, std::memory_order_relaxed);
+    r.ended.store(0, std::memory_order_relaxed);
     r.doneColls.store(0, std::memory_order_relaxed);
-    r.sinceNs.store(tick(), std::memory_order_relaxed);
+    r.endTick.store(tick(), std::memory_order_relaxed);
     setText(r, "");
   });
   return board;
@@ -172,7 +212,9 @@ StatusBoard::StatusBoard(int rank, int size, std::string name, void* base, size_
       size_(size),
       name_(std::move(name)),
       base_(base),
-      bytes_(bytes) {}
+      bytes_(bytes),
+      mine_(&record(rank)),
+      endWords_{&mine_->ended, &mine_->endTick, &mine_->doneColls} {}
 
 StatusBoard::~StatusBoard() {
   // Normally gone since every local rank opened it; not when one never came (a failed init).
@@ -185,37 +227,41 @@ StatusBoard::Record& StatusBoard::record(int r) const {
   return records[r];
 }
 
-void StatusBoard::started(const OpDesc& d, Algorithm algorithm) {
-  const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
-  write(record(rank_), [&](Record& r) {
-    r.state.store(uint64_t(RankState::kRunning), std::memory_order_relaxed);
+void StatusBoard::describe(const OpDesc& d, Algorithm algorithm, bool failed,
+                           const std::string* text) {
+  const int64_t now = text != nullptr ? tick() : 0;
+  write(*mine_, version_, [&](Record& r) {
+    r.op.store(ops_, std::memory_order_relaxed);
+    r.failed.store(failed ? 1 : 0, std::memory_order_relaxed);
+    r.kind.store(packKind(d, algorithm), std::memory_order_relaxed);
     r.seq.store(d.seq, std::memory_order_relaxed);
-    r.coll.store(uint64_t(d.coll), std::memory_order_relaxed);
     r.count.store(d.count, std::memory_order_relaxed);
-    r.dtype.store(uint64_t(d.dtype), std::memory_order_relaxed);
-    r.algorithm.store(uint64_t(algorithm), std::memory_order_relaxed);
-    r.p2p.store(p2p ? 1 : 0, std::memory_order_relaxed);
-    r.peer.store(uint64_t(int64_t(d.root)), std::memory_order_relaxed);
-    r.sinceNs.store(tick(), std::memory_order_relaxed);
-    r.text[0].store(0, std::memory_order_relaxed);
+    r.peer.store(d.root, std::memory_order_relaxed);
+    r.startTick.store(d.issuedTick, std::memory_order_relaxed);
+    if (text != nullptr) {
+      setText(r, *text);
+      r.waitSince.store(now, std::memory_order_relaxed);
+    }
   });
 }
 
-void StatusBoard::ended(const OpDesc& d, bool ok) {
-  const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
-  write(record(rank_), [&](Record& r) {
-    r.state.store(uint64_t(ok ? RankState::kIdle : RankState::kFailed),
-                  std::memory_order_relaxed);
-    if (ok && !p2p && d.seq + 1 > r.doneColls.load(std::memory_order_relaxed)) {
-      r.doneColls.store(d.seq + 1, std::memory_order_relaxed);
-    }
-    r.sinceNs.store(tick(), std::memory_order_relaxed);
-    if (ok) r.text[0].store(0, std::memory_order_relaxed);
-  });
+void StatusBoard::failed(const OpDesc& d) {
+  // An op can be ended twice on failure (the runner, then the caller's catch): once counts.
+  const bool again = current_ == nullptr && d.coll == lastFailed_.coll &&
+                     d.seq == lastFailed_.seq && d.root == lastFailed_.root;
+  if (again) return;
+  if (current_ == nullptr) ++ops_;  // it failed before it started: it gets a number here
+  describe(d, current_ == &d ? currentAlgorithm_ : Algorithm::kAuto, true, nullptr);
+  lastFailed_ = d;
+  endWords_.endTick->store(readTick(), std::memory_order_relaxed);
+  endWords_.ended->store(ops_, std::memory_order_release);
+  current_ = nullptr;
 }
 
 void StatusBoard::waiting(const std::string& what) {
-  write(record(rank_), [&](Record& r) { setText(r, what); });
+  if (current_ != nullptr) {
+    describe(*current_, currentAlgorithm_, false, &what);
+  }
 }
 
 std::string StatusBoard::report(const std::vector<std::string>& hosts) const {
@@ -225,7 +271,7 @@ std::string StatusBoard::report(const std::vector<std::string>& hosts) const {
   for (int q = 0; q < size_; ++q) {
     here[q] = q < int(hosts.size()) && hosts[q] == hosts[rank_];
     if (!here[q]) continue;
-    readable[q] = read(record(q), &snaps[q]) && snaps[q].state != 0;
+    readable[q] = read(record(q), &snaps[q]) && snaps[q].state() != RankState::kNone;
     if (!readable[q]) continue;
     const uint64_t at = progressOf(snaps[q]);
     lowest = std::min(lowest, at);
@@ -248,24 +294,26 @@ std::string StatusBoard::report(const std::vector<std::string>& hosts) const {
     const std::string last =
         s.doneColls > 0 ? fmt::format("last completed collective #{}", s.doneColls - 1)
                         : "no collective completed";
-    const auto coll = static_cast<Collective>(s.coll);
     const std::string op =
-        s.p2p ? fmt::format("{} #{} ({} x {}, peer rank {})", collectiveName(coll), s.seq, s.count,
-                            dataTypeName(static_cast<DataType>(s.dtype)), int64_t(s.peer))
-              : fmt::format("{} #{} ({} x {}, {})", collectiveName(coll), s.seq, s.count,
-                            dataTypeName(static_cast<DataType>(s.dtype)),
-                            algorithmName(static_cast<Algorithm>(s.algorithm)));
-    switch (static_cast<RankState>(s.state)) {
+        s.p2p ? fmt::format("{} #{} ({} x {}, peer rank {})", collectiveName(s.coll), s.seq,
+                            s.count, dataTypeName(s.dtype), s.peer)
+              : fmt::format("{} #{} ({} x {}, {})", collectiveName(s.coll), s.seq, s.count,
+                            dataTypeName(s.dtype), algorithmName(s.algorithm));
+    switch (s.state()) {
       case RankState::kRunning:
-        line += fmt::format("in {} for {}; {}", op, seconds(s.sinceNs, clock_), last);
+        line += fmt::format("in {}{}; {}", op, forHowLong(s.since(), clock_), last);
         break;
       case RankState::kFailed:
-        line += fmt::format("{} failed {} ago; {}", op, seconds(s.sinceNs, clock_), last);
+        line += fmt::format("{} failed{}; {}", op,
+                            s.since() == 0 ? std::string()
+                                           : fmt::format(" {:.1f} s ago",
+                                                         clock_.nsSince(s.since()) / 1e9),
+                            last);
         break;
       default:
-        line += fmt::format("not in an operation for {}; {}", seconds(s.sinceNs, clock_), last);
+        line += fmt::format("not in an operation{}; {}", forHowLong(s.since(), clock_), last);
     }
-    if (!s.text.empty()) line += "; " + s.text;
+    if (!s.text.empty()) line += fmt::format(";{} {}", forHowLong(s.waitSince, clock_), s.text);
     if (lowest < highest && progressOf(s) == lowest) line += "   <- behind";
     out += line + "\n";
   }

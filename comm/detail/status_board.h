@@ -1,10 +1,12 @@
 // Where every rank of a communicator on this host stands, for the stuck-rank report. One small
 // POSIX shared-memory segment per communicator (named by its job id) with one record per rank,
 // written only by its rank: at each op's start and end a few relaxed stores (its number, kind,
-// size, algorithm, state, the last one completed), and only while it waits, once per idle period,
-// what it waits for (the engine's text). Any rank reads every record (a seqlock per record), so a
-// report names the rank that is behind and the op it stopped in, even while that rank is frozen.
-// Ranks on other hosts are on their hosts' boards; the report says so.
+// size, algorithm, state, the last one completed, and the time-stamp counter the flight recorder
+// read at the op's issue or end: the board reads no clock of its own on that path, so its cost is
+// the stores alone), and only while it waits, once per idle period, what it waits for (the
+// engine's text) and since when. Any rank reads every record (a seqlock per record), so a report
+// names the rank that is behind and the op it stopped in, even while that rank is frozen. Ranks on
+// other hosts are on their hosts' boards; the report says so.
 //
 // A diagnostic: if the segment cannot be made, the communicator works without one (open()
 // returns nullptr and the report says why). Internal to comm/. Thread-safe as described.
@@ -35,11 +37,27 @@ class StatusBoard {
   StatusBoard(const StatusBoard&) = delete;
   StatusBoard& operator=(const StatusBoard&) = delete;
 
-  /// This rank's op `d` starts with `algorithm` (collectives), or ends (ok or not).
-  void started(const OpDesc& d, Algorithm algorithm);
-  void ended(const OpDesc& d, bool ok);
-  /// What this rank waits for now (the engine's "waiting to receive from peer rank 2 on
-  /// channel 0"), while it waits; cleared by ended().
+  /// This rank's op `d` starts with `algorithm` (collectives; "for how long" counts from
+  /// d.issuedTick); `d` must stay alive until ended(d). Then it ends (ok or not) at `tick` (0:
+  /// the time is unknown, BRAID_FLIGHT_OPS=0). Called by the thread that runs the op.
+  void started(const OpDesc& d, Algorithm algorithm) {
+    ++ops_;
+    current_ = &d;
+    currentAlgorithm_ = algorithm;
+  }
+  void ended(const OpDesc& d, bool ok, int64_t tick) {
+    if (!ok) return failed(d);
+    const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
+    if (!p2p && d.seq + 1 > doneColls_) {
+      doneColls_ = d.seq + 1;
+      endWords_.doneColls->store(doneColls_, std::memory_order_relaxed);
+    }
+    endWords_.endTick->store(tick, std::memory_order_relaxed);
+    endWords_.ended->store(ops_, std::memory_order_release);
+    current_ = nullptr;
+  }
+  /// What the running op waits for now (the engine's "waiting to receive from peer rank 2 on
+  /// channel 0"), and since when: the op's description goes on the board with it.
   void waiting(const std::string& what);
 
   /// One line per rank: what it runs or last completed, for how long, what it waits for; the
@@ -52,12 +70,26 @@ class StatusBoard {
  private:
   StatusBoard(int rank, int size, std::string name, void* base, size_t bytes);
   Record& record(int r) const;
+  void failed(const OpDesc& d);  // ended(d, false, ...): described, then ended
+  // Writes the op's description (and `text` with the time, when given) under the version.
+  void describe(const OpDesc& d, Algorithm algorithm, bool failed, const std::string* text);
 
   int rank_, size_;
   std::string name_;
   void* base_;
   size_t bytes_;
   TickClock clock_;  // turns the records' ticks into seconds
+  // The owner's own copies (never read by others): what it last wrote.
+  Record* mine_;  // record(rank_)
+  struct EndWords {  // the words of mine_ an op's end writes (inline above)
+    std::atomic<uint64_t>* ended;
+    std::atomic<int64_t>* endTick;
+    std::atomic<uint64_t>* doneColls;
+  } endWords_;
+  uint64_t version_ = 0, ops_ = 0, doneColls_ = 0;
+  const OpDesc* current_ = nullptr;  // the op started and not yet ended
+  Algorithm currentAlgorithm_ = Algorithm::kAuto;
+  OpDesc lastFailed_;  // the last op ended as failed (one failure is ended twice)
 };
 
 }  // namespace braid::comm

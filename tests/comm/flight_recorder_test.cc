@@ -62,7 +62,7 @@ TEST(FlightRecorder, KeepsTheLastNWithTheirStates) {
   EXPECT_EQ(entries[1].state, FlightRecorder::State::kCompleted);
   EXPECT_EQ(entries[1].algorithm, Algorithm::kRing);
   EXPECT_GT(entries[1].endedNs, 0);
-  EXPECT_GE(entries[1].endedNs, entries[1].startedNs);
+  EXPECT_GE(entries[1].endedNs, entries[1].issuedNs);
   EXPECT_EQ(entries[2].state, FlightRecorder::State::kFailed);
   EXPECT_EQ(entries[2].error, "boom");
 }
