@@ -3,11 +3,14 @@
 #include <sched.h>
 
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "comm/bootstrap/server.h"
 #include "comm/detail/op_rules.h"
 #include "comm/detail/p2p_group.h"
 #include "comm/detail/state.h"
+#include "comm/detail/status_server.h"
 #include "common/log.h"
 #include "common/ticks.h"
 
@@ -153,10 +156,49 @@ void CommState::opEnded(const OpDesc& d, const std::string& error) {
   if (board) board->ended(d, error.empty(), tick);
 }
 
+std::string CommState::otherHostsReport() const {
+  std::vector<comm::StatusLine> lines = board->lines(hosts);
+  // Per other host: its ranks' servers in rank order until one answers, within ~1 s each and
+  // 5 s in all (a report must not wait on every frozen process of a large job).
+  const Deadline all = Deadline::after(5.0);
+  std::map<std::string, std::string> unanswered;  // host -> why
+  std::set<std::string> asked;
+  for (int q = 0; q < size; ++q) {
+    if (hosts[q] == hosts[rank] || asked.count(hosts[q]) > 0) continue;
+    asked.insert(hosts[q]);
+    std::string why = "no rank there has a status server";
+    for (int p = q; p < size; ++p) {
+      if (hosts[p] != hosts[q] || p >= int(statusAddresses.size()) ||
+          statusAddresses[p].empty()) {
+        continue;
+      }
+      if (all.expired()) {
+        why = "not asked: the report's 5 s were spent on other hosts";
+        break;
+      }
+      std::vector<comm::StatusLine> theirs;
+      std::string err;
+      if (comm::askStatus(statusAddresses[p], jobId, hosts[q], secret,
+                          all.earlier(Deadline::after(1.0)), &theirs, &err)) {
+        lines.insert(lines.end(), theirs.begin(), theirs.end());
+        why.clear();
+        break;
+      }
+      why = fmt::format("rank {}'s process did not answer ({})", p, err);
+    }
+    if (!why.empty()) unanswered[hosts[q]] = why;
+  }
+  return comm::StatusBoard::format(size, lines, [&](int q) {
+    auto it = unanswered.find(hosts[q]);
+    return fmt::format("on host {}: no report from that host{}", hosts[q],
+                       it == unanswered.end() ? "" : ": " + it->second);
+  });
+}
+
 std::string CommState::statusReport() const {
   std::string out = fmt::format("braid status: rank {} of {}, host {}\n", rank, size,
                                 rank < int(hosts.size()) ? hosts[rank] : "?");
-  out += board ? board->report(hosts) : "  (no status board: " + boardWhy + ")\n";
+  out += board ? otherHostsReport() : "  (no status board: " + boardWhy + ")\n";
   if (executor) {
     // This rank's traffic per peer since creation (payload bytes), the first 16 peers.
     const comm::ProgramRunner& runner = executor->runner();

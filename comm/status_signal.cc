@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/detail/live_comms.h"
 #include "comm/detail/state.h"
 #include "common/env.h"
 #include "common/log.h"
@@ -22,7 +23,6 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::vector<std::weak_ptr<CommState>> states;
   int pipe[2] = {-1, -1};
   bool installed = false;
 };
@@ -47,14 +47,7 @@ void reporter() {
     const ssize_t n = ::read(r.pipe[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
-    std::vector<std::shared_ptr<CommState>> live;
-    {
-      std::lock_guard<std::mutex> lock(r.mutex);
-      for (auto& weak : r.states) {
-        if (auto s = weak.lock()) live.push_back(std::move(s));
-      }
-    }
-    for (auto& s : live) BRAID_WARN("SIGUSR1: {}", s->statusReport());
+    for (auto& s : liveComms()) BRAID_WARN("SIGUSR1: {}", s->statusReport());
   }
 }
 
@@ -66,7 +59,6 @@ void forgetAfterFork() {
   if (r.pipe[0] >= 0) ::close(r.pipe[0]);
   if (r.pipe[1] >= 0) ::close(r.pipe[1]);
   r.pipe[0] = r.pipe[1] = -1;
-  r.states.clear();
   r.installed = false;
 }
 
@@ -97,12 +89,10 @@ bool installOnce(Registry& r) {
 }  // namespace
 
 void registerForStatusSignal(const std::weak_ptr<CommState>& state) {
+  registerLive(state);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (!installOnce(r)) return;
-  // Drop the communicators that are gone, then add this one.
-  std::erase_if(r.states, [](const std::weak_ptr<CommState>& w) { return w.expired(); });
-  r.states.push_back(state);
+  installOnce(r);
 }
 
 }  // namespace braid

@@ -77,8 +77,9 @@ void leaveRendezvous(CommState& state);
 /// rank has left it, then closes it (comm/rendezvous.cc). `connected`: this rank's init completed
 /// (after a failed init or an abort it closes at once).
 void closeRendezvous(CommState& state, bool connected);
-/// Adds `state` to the communicators whose status SIGUSR1 logs (comm/status_signal.cc), installing
-/// the handler at the first call unless the program handles SIGUSR1 or BRAID_STATUS_SIGNAL=0.
+/// Adds `state` to the live communicators (live_comms.h: whose status SIGUSR1 logs and the status
+/// server serves), installing the SIGUSR1 handler (comm/status_signal.cc) at the first call unless
+/// the program handles SIGUSR1 or BRAID_STATUS_SIGNAL=0.
 void registerForStatusSignal(const std::weak_ptr<CommState>& state);
 
 struct CommState {
@@ -145,11 +146,18 @@ struct CommState {
   std::unique_ptr<comm::StatusBoard> board;
   std::string boardWhy = "not connected yet";
   std::vector<std::string> hosts;
+  std::string jobId;   ///< the meeting's (names the board and this job at the status server)
+  std::string secret;  ///< the job secret (answers the status server's challenge)
+  /// Per rank on another host, where its process's status server listens (status_server.h);
+  /// "" for this host's ranks, or where it had none.
+  std::vector<std::string> statusAddresses;
 
   /// An op's end for the recorder and the board (error "" when it succeeded).
   void opEnded(const OpDesc& d, const std::string& error);
   /// The stuck-rank report (Communicator::statusReport).
   std::string statusReport() const;
+  /// Its lines: this host's board, and the other hosts' asked through their status servers.
+  std::string otherHostsReport() const;
 
   // Programs by (shape, family, count, root, lanes, inPlace, elemsPerPiece).
   using ProgramKey = std::tuple<int, int, size_t, int, int, bool, size_t>;

@@ -62,9 +62,9 @@ size_t boardBytes(int size) {
   return (sizeof(Header) + size_t(size) * sizeof(StatusBoard::Record) + 4095) / 4096 * 4096;
 }
 
-std::string segmentName(const std::string& jobId) {
+std::string segmentName(const std::string& boardName) {
   std::string name = "/braid-status-";
-  for (char c : jobId) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : boardName) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name.substr(0, 200);
 }
 
@@ -166,9 +166,9 @@ std::string forHowLong(int64_t since, const TickClock& clock) {
 
 }  // namespace
 
-std::unique_ptr<StatusBoard> StatusBoard::open(const std::string& jobId, int rank, int size,
+std::unique_ptr<StatusBoard> StatusBoard::open(const std::string& boardName, int rank, int size,
                                                int localRanks, std::string* why) {
-  const std::string name = segmentName(jobId);
+  const std::string name = segmentName(boardName);
   const size_t bytes = boardBytes(size);
   int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
   if (fd < 0) {
@@ -264,33 +264,20 @@ void StatusBoard::waiting(const std::string& what) {
   }
 }
 
-std::string StatusBoard::report(const std::vector<std::string>& hosts) const {
-  std::vector<Snapshot> snaps(size_);
-  std::vector<bool> here(size_, false), readable(size_, false);
-  uint64_t lowest = UINT64_MAX, highest = 0;
+std::vector<StatusLine> StatusBoard::lines(const std::vector<std::string>& hosts) const {
+  std::vector<StatusLine> out;
   for (int q = 0; q < size_; ++q) {
-    here[q] = q < int(hosts.size()) && hosts[q] == hosts[rank_];
-    if (!here[q]) continue;
-    readable[q] = read(record(q), &snaps[q]) && snaps[q].state() != RankState::kNone;
-    if (!readable[q]) continue;
-    const uint64_t at = progressOf(snaps[q]);
-    lowest = std::min(lowest, at);
-    highest = std::max(highest, at);
-  }
-  std::string out;
-  for (int q = 0; q < size_; ++q) {
-    std::string line = fmt::format("  rank {}", q);
-    if (!here[q]) {
-      out += line + fmt::format(": on host {} (its own board)\n", q < int(hosts.size()) ? hosts[q]
-                                                                                       : "?");
+    if (q >= int(hosts.size()) || hosts[q] != hosts[rank_]) continue;
+    StatusLine line;
+    line.rank = q;
+    Snapshot s;
+    if (!read(record(q), &s) || s.state() == RankState::kNone) {
+      line.text = "no record (not connected yet, or gone)";
+      out.push_back(std::move(line));
       continue;
     }
-    if (!readable[q]) {
-      out += line + ": no record (not connected yet, or gone)\n";
-      continue;
-    }
-    const Snapshot& s = snaps[q];
-    line += fmt::format(" (pid {}): ", s.pid);
+    line.known = true;
+    line.progress = progressOf(s);
     const std::string last =
         s.doneColls > 0 ? fmt::format("last completed collective #{}", s.doneColls - 1)
                         : "no collective completed";
@@ -299,25 +286,59 @@ std::string StatusBoard::report(const std::vector<std::string>& hosts) const {
                             s.count, dataTypeName(s.dtype), s.peer)
               : fmt::format("{} #{} ({} x {}, {})", collectiveName(s.coll), s.seq, s.count,
                             dataTypeName(s.dtype), algorithmName(s.algorithm));
+    line.text = fmt::format("(pid {}): ", s.pid);
     switch (s.state()) {
       case RankState::kRunning:
-        line += fmt::format("in {}{}; {}", op, forHowLong(s.since(), clock_), last);
+        line.text += fmt::format("in {}{}; {}", op, forHowLong(s.since(), clock_), last);
         break;
       case RankState::kFailed:
-        line += fmt::format("{} failed{}; {}", op,
-                            s.since() == 0 ? std::string()
-                                           : fmt::format(" {:.1f} s ago",
-                                                         clock_.nsSince(s.since()) / 1e9),
-                            last);
+        line.text += fmt::format("{} failed{}; {}", op,
+                                 s.since() == 0 ? std::string()
+                                                : fmt::format(" {:.1f} s ago",
+                                                              clock_.nsSince(s.since()) / 1e9),
+                                 last);
         break;
       default:
-        line += fmt::format("not in an operation{}; {}", forHowLong(s.since(), clock_), last);
+        line.text +=
+            fmt::format("not in an operation{}; {}", forHowLong(s.since(), clock_), last);
     }
-    if (!s.text.empty()) line += fmt::format(";{} {}", forHowLong(s.waitSince, clock_), s.text);
-    if (lowest < highest && progressOf(s) == lowest) line += "   <- behind";
-    out += line + "\n";
+    if (!s.text.empty() && s.state() != RankState::kIdle) {
+      line.text += fmt::format(";{} {}", forHowLong(s.waitSince, clock_), s.text);
+    }
+    out.push_back(std::move(line));
   }
   return out;
+}
+
+std::string StatusBoard::format(int size, const std::vector<StatusLine>& lines,
+                                const std::function<std::string(int)>& missing) {
+  std::vector<const StatusLine*> byRank(size, nullptr);
+  uint64_t lowest = UINT64_MAX, highest = 0;
+  for (const StatusLine& l : lines) {
+    if (l.rank < 0 || l.rank >= size) continue;
+    byRank[l.rank] = &l;
+    if (!l.known) continue;
+    lowest = std::min(lowest, l.progress);
+    highest = std::max(highest, l.progress);
+  }
+  std::string out;
+  for (int q = 0; q < size; ++q) {
+    const StatusLine* l = byRank[q];
+    if (l == nullptr) {
+      out += fmt::format("  rank {}: {}\n", q, missing(q));
+      continue;
+    }
+    const bool behind = l->known && lowest < highest && l->progress == lowest;
+    out += fmt::format("  rank {}{}{}{}\n", q, l->known ? " " : ": ", l->text,
+                       behind ? "   <- behind" : "");
+  }
+  return out;
+}
+
+std::string StatusBoard::report(const std::vector<std::string>& hosts) const {
+  return format(size_, lines(hosts), [&](int q) {
+    return fmt::format("on host {} (its own board)", q < int(hosts.size()) ? hosts[q] : "?");
+  });
 }
 
 }  // namespace braid::comm

@@ -1,12 +1,13 @@
 // Where every rank of a communicator on this host stands, for the stuck-rank report. One small
-// POSIX shared-memory segment per communicator (named by its job id) with one record per rank,
+// POSIX shared-memory segment per communicator and host (named by the job id and host key) with
+// one record per rank,
 // written only by its rank: at each op's start and end a few relaxed stores (its number, kind,
 // size, algorithm, state, the last one completed, and the time-stamp counter the flight recorder
 // read at the op's issue or end: the board reads no clock of its own on that path, so its cost is
 // the stores alone), and only while it waits, once per idle period, what it waits for (the
 // engine's text) and since when. Any rank reads every record (a seqlock per record), so a report
 // names the rank that is behind and the op it stopped in, even while that rank is frozen. Ranks on
-// other hosts are on their hosts' boards; the report says so.
+// other hosts are on their hosts' boards, whose lines the status server brings (status_server.h).
 //
 // A diagnostic: if the segment cannot be made, the communicator works without one (open()
 // returns nullptr and the report says why). Internal to comm/. Thread-safe as described.
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,13 +27,21 @@
 
 namespace braid::comm {
 
+/// One rank's line of a report, as a board reads it (and as the status server carries it).
+struct StatusLine {
+  int rank = -1;
+  bool known = false;     ///< its record was read (else `text` says why not)
+  uint64_t progress = 0;  ///< how far it got (comparable across hosts): the lowest is behind
+  std::string text;       ///< "(pid 12): in allreduce #2 (...) for 3.0 s; ..." (no rank prefix)
+};
+
 class StatusBoard {
  public:
-  /// The board of job `jobId` for `size` ranks (made by the first rank to open it), this rank's
+  /// The board `name` (the job id and host) for `size` ranks (made by the first rank to open it), this rank's
   /// record reset. The last of the `localRanks` ranks of this host to open it removes its name
   /// (each keeps its mapping), so a rank killed later leaves nothing in /dev/shm. nullptr (and
   /// *why) when shared memory is not available.
-  static std::unique_ptr<StatusBoard> open(const std::string& jobId, int rank, int size,
+  static std::unique_ptr<StatusBoard> open(const std::string& name, int rank, int size,
                                            int localRanks, std::string* why);
   ~StatusBoard();
   StatusBoard(const StatusBoard&) = delete;
@@ -60,9 +70,14 @@ class StatusBoard {
   /// channel 0"), and since when: the op's description goes on the board with it.
   void waiting(const std::string& what);
 
-  /// One line per rank: what it runs or last completed, for how long, what it waits for; the
-  /// rank(s) with the lowest collective number marked "<- behind". `hosts[r]` names rank r's
-  /// host; ranks not on this host (hosts[r] != hosts[rank]) are listed as elsewhere.
+  /// The lines of the ranks on this rank's host (hosts[q] == hosts[rank]; `hosts[r]` names rank
+  /// r's host): what each runs or last completed, for how long, what it waits for.
+  std::vector<StatusLine> lines(const std::vector<std::string>& hosts) const;
+  /// The report: one line per rank 0..size-1 from `lines` (of any hosts), `missing(q)` for a
+  /// rank without one; the known rank(s) with the lowest collective number marked "<- behind".
+  static std::string format(int size, const std::vector<StatusLine>& lines,
+                            const std::function<std::string(int)>& missing);
+  /// format() of this host's lines, the other hosts' ranks listed as elsewhere.
   std::string report(const std::vector<std::string>& hosts) const;
 
   struct Record;  // the shared layout (status_board.cc)

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "comm/bootstrap/address.h"
 #include "tests/kit/communicators.h"
 #include "tests/kit/processes.h"
 
@@ -80,6 +81,56 @@ TEST(StatusReport, TheRanksThatTimeOutNameTheOneThatStoppedCalling) {
     named = named || report.find("waiting to receive from peer rank 2") != std::string::npos;
   }
   EXPECT_TRUE(named) << reports[0];
+}
+
+// Ranks 0, 1 pose as host A and 2, 3 as host B (BRAID_HOSTNAME), as processes; rank 2 stops
+// calling and is then stopped outright (SIGSTOP: its process, status server included, answers
+// nothing). Rank 0's report still names it as behind, with its last collective: host B's lines
+// come from rank 3's status server, after rank 2's did not answer.
+TEST(StatusReport, OtherHostsLinesComeFromTheirStatusServerWhenOneProcessIsStopped) {
+  using namespace braid::testing;
+  Job job(4, bootstrap::findFreePort(), {{"BRAID_TIMEOUT", "3"}});
+  const Body body = [](int rank, ChildIo& io) {
+    Communicator comm = Communicator::fromEnvironment();
+    std::vector<float> buf(256, 1.0f);
+    for (int i = 0; i < 2; ++i) {
+      comm.allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+    }
+    if (rank == 2) {
+      io.signalReady();
+      std::this_thread::sleep_for(std::chrono::seconds(30));  // stopped meanwhile, then killed
+      return kChildCheckFailed;
+    }
+    try {
+      comm.allReduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, RedOp::kSum);
+      io.say("error", "none");
+      return kChildCheckFailed;
+    } catch (const Error&) {
+    }
+    const std::string report = comm.statusReport();
+    const std::string two = lineOf(report, 2), three = lineOf(report, 3);
+    const bool ok = two.find("not in an operation") != std::string::npos &&
+                    two.find("last completed collective #1") != std::string::npos &&
+                    two.find("<- behind") != std::string::npos &&
+                    three.find("allreduce #2") != std::string::npos &&
+                    report.find("no report from that host") == std::string::npos;
+    if (!ok) std::fprintf(stderr, "rank %d's report:\n%s\n", rank, report.c_str());
+    io.say("ok", ok ? "1" : "0");
+    // Stay a while, as a program handling the error would: the others' reports ask this process.
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    return ok ? kChildOk : kChildCheckFailed;
+  };
+  for (int r = 0; r < 4; ++r) job.start(r, body, {{"BRAID_HOSTNAME", r < 2 ? "hostA" : "hostB"}});
+  ASSERT_TRUE(job.waitReady(2, 30)) << "rank 2 never finished its two all-reduces";
+  ::kill(job.pid(2), SIGSTOP);
+  ASSERT_TRUE(job.waitExited(0, 30));
+  ASSERT_TRUE(job.waitExited(1, 30));
+  ASSERT_TRUE(job.waitExited(3, 30));
+  ::kill(job.pid(2), SIGKILL);
+  auto results = job.finish(10);
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(results[r].exitCode, kChildOk) << "rank " << r << ": " << results[r].describe();
+  }
 }
 
 TEST(StatusReport, SigusrOneLogsTheReport) {
