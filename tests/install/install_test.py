@@ -47,6 +47,17 @@ def check_layout(prefix, args):
     if not soname or "libbraid.so." not in soname[0]:
         raise SystemExit(f"FAILED: {libs[0]} has no versioned SONAME: {soname}")
     print(f"library {os.path.relpath(libs[0], prefix)}: {soname[0].split()[-1]}")
+    # braid's NCCL API: libnccl.so.2 beside libbraid.so (which its $ORIGIN RPATH finds), and
+    # its nccl.h in a folder of its own.
+    nccl = os.path.join(os.path.dirname(libs[0]), "libnccl.so.2")
+    nccl_soname = [l for l in run("readelf", "-d", nccl).splitlines() if "SONAME" in l]
+    if not nccl_soname or "[libnccl.so.2]" not in nccl_soname[0]:
+        raise SystemExit(f"FAILED: {nccl} has SONAME {nccl_soname}, expected libnccl.so.2")
+    if "not found" in run("ldd", nccl):
+        raise SystemExit(f"FAILED: {nccl} does not find its libraries: {run('ldd', nccl)}")
+    if not os.path.isfile(os.path.join(prefix, "include", "braid-nccl", "nccl.h")):
+        raise SystemExit(f"FAILED: {prefix}/include/braid-nccl/nccl.h is not installed")
+    print(f"library {os.path.relpath(nccl, prefix)}: libnccl.so.2, header include/braid-nccl/nccl.h")
     for prog in PROGRAMS:
         path = os.path.join(prefix, "bin", prog)
         if not os.access(path, os.X_OK):

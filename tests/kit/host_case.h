@@ -51,11 +51,13 @@ inline void callCollective(Communicator& comm, Collective coll, const void* send
   }
 }
 
-/// Runs one case on this rank. In place, the data starts where the API says the result goes
-/// (reduceScatter: recv = send + rank's block; allGather: send = recv + rank's block). Returns ""
-/// or what was wrong: rank, case, the first bad element, its bytes and the reference's.
-inline std::string runCase(Communicator& comm, const CollectiveCase& c) {
-  const int n = comm.size(), r = comm.rank();
+/// Runs one case on rank r of n through `call(send, recv)` (which runs c.coll with c's count,
+/// type, op and root on whatever API is under test). In place, the data starts where the API
+/// says the result goes (reduceScatter: recv = send + rank's block; allGather: send = recv +
+/// rank's block). Returns "" or what was wrong: rank, case, the first bad element, its bytes and
+/// the reference's.
+inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
+                               const std::function<void(const void*, void*)>& call) {
   const size_t elem = dataTypeSize(c.type);
   const size_t outCount = outputCount(c.coll, c.count, n);
   std::vector<char> in = rankInput(c.coll, c.type, c.op, c.count, n, r);
@@ -75,7 +77,7 @@ inline std::string runCase(Communicator& comm, const CollectiveCase& c) {
       recv = in.data();
     }
   }
-  callCollective(comm, c.coll, send, recv, c.count, c.type, c.op, c.root);
+  call(send, recv);
   if (c.coll == Collective::kReduce && r != c.root) return "";
   const long bad = firstMismatch(recv, want.data(), outCount, elem);
   if (bad < 0) return "";
@@ -83,6 +85,13 @@ inline std::string runCase(Communicator& comm, const CollectiveCase& c) {
   std::memcpy(&got, static_cast<char*>(recv) + size_t(bad) * elem, elem);
   std::memcpy(&exp, want.data() + size_t(bad) * elem, elem);
   return fmt::format("rank {}: {}: element {} is 0x{:x}, want 0x{:x}", r, c.name(), bad, got, exp);
+}
+
+/// runCaseWith on a braid Communicator.
+inline std::string runCase(Communicator& comm, const CollectiveCase& c) {
+  return runCaseWith(comm.rank(), comm.size(), c, [&](const void* send, void* recv) {
+    callCollective(comm, c.coll, send, recv, c.count, c.type, c.op, c.root);
+  });
 }
 
 /// Runs `cases` on n ranks as threads (the same order on every rank; rank r with optionsOf(r))

@@ -1,0 +1,50 @@
+// memory.h with CUDA: the runtime's view of a pointer. The runtime is linked statically into
+// libnccl.so.2, as NCCL's is; it shares the driver's current context with the program's.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "memory.h"
+
+namespace braid::nccl {
+
+bool isDeviceMemory(const void* ptr) {
+  if (ptr == nullptr) return false;
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver, no device, or an unknown pointer: host memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+int currentDevice() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
+void* allocateBuffer(size_t bytes) {
+  void* ptr = nullptr;
+  const cudaError_t err = cudaMalloc(&ptr, bytes);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::kCudaError, "ncclMemAlloc of {} bytes: cudaMalloc failed: {}", bytes,
+         cudaGetErrorString(err));
+  }
+  return ptr;
+}
+
+void freeBuffer(void* ptr) {
+  const cudaError_t err = cudaFree(ptr);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::kCudaError, "ncclMemFree({}): cudaFree failed: {}", ptr,
+         cudaGetErrorString(err));
+  }
+}
+
+}  // namespace braid::nccl

@@ -1,0 +1,19 @@
+// Where a buffer lives, as far as nccl/ needs to know: CUDA device memory (the device path) or
+// anything else (braid's host path). Defined by cuda_memory.cc where the build has CUDA, by
+// host_memory.cc where it has not.
+#pragma once
+
+#include <cstddef>
+
+namespace braid::nccl {
+
+/// True for CUDA device or managed memory; false for host memory, null, or without CUDA.
+bool isDeviceMemory(const void* ptr);
+/// The calling thread's current CUDA device; -1 when there is no usable one.
+int currentDevice();
+/// ncclMemAlloc's memory: device memory on the current device (host memory without CUDA);
+/// throws kCudaError naming the size when it cannot.
+void* allocateBuffer(size_t bytes);
+void freeBuffer(void* ptr);
+
+}  // namespace braid::nccl
