@@ -2,6 +2,7 @@
 // proof of its job secret, the settings that must agree, its host key, its CPU set and its
 // hardware descriptor, then reads the others'. A rank whose secret or settings differ is named on
 // every rank, before anything is connected.
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "comm/detail/create.h"
 #include "common/config.h"
 #include "common/error.h"
+#include "common/log.h"
 
 namespace braid::create {
 namespace {
@@ -46,6 +48,17 @@ std::vector<std::pair<std::string, std::string>> sharedSettings(const ResolvedOp
   };
 }
 
+// Where this rank's braid was loaded from: shown beside a disagreement (a job mixing installs)
+// and logged at init; not compared (hosts may install braid under different prefixes).
+std::string libraryPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&libraryPath), &info) != 0 && info.dli_fname != nullptr) {
+    return info.dli_fname;
+  }
+  return "(unknown)";
+}
+constexpr char kLibraryField[] = "library";  // published beside the settings, never compared
+
 std::string encodeSettings(const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string out;
   for (const auto& [name, value] : fields) out += name + "=" + value + "\n";
@@ -79,6 +92,7 @@ void checkSettings(int rank, const std::vector<std::string>& published) {
   for (const auto& text : published) fields.push_back(decodeSettings(text));
   std::string differences;
   for (const auto& [name, mine] : fields[0]) {
+    if (name == kLibraryField) continue;
     std::map<std::string, std::vector<int>> byValue;
     for (size_t q = 0; q < fields.size(); ++q) {
       auto it = fields[q].find(name);
@@ -91,9 +105,20 @@ void checkSettings(int rank, const std::vector<std::string>& published) {
     }
     differences += fmt::format("; {}: {}", name, values);
   }
-  BRAID_ENFORCE(differences.empty(), ErrorCode::kInvalidUsage,
-                "rank {}: init: the ranks disagree on what must be the same on every rank{}",
-                rank, differences);
+  if (differences.empty()) return;
+  // Where each rank's braid came from, grouped: usually what explains a version mismatch.
+  std::map<std::string, std::vector<int>> byLibrary;
+  for (size_t q = 0; q < fields.size(); ++q) {
+    auto it = fields[q].find(kLibraryField);
+    byLibrary[it == fields[q].end() ? "(not said)" : it->second].push_back(static_cast<int>(q));
+  }
+  std::string libraries;
+  for (const auto& [path, ranks] : byLibrary) {
+    libraries += fmt::format("{}{} on {}", libraries.empty() ? "" : ", ", path, ranksText(ranks));
+  }
+  fail(ErrorCode::kInvalidUsage,
+       "rank {}: init: the ranks disagree on what must be the same on every rank{} (libbraid: {})",
+       rank, differences, libraries);
 }
 
 }  // namespace
@@ -111,7 +136,18 @@ Meeting rendezvous(const CommState& state, const Joining& joining) {
   const std::string host =
       state.options.hostName.empty() ? topology::hostFingerprint() : state.options.hostName;
   const topology::RankDescriptor self = topology::localDescriptor();
-  const std::string settings = encodeSettings(sharedSettings(state.options));
+  auto fields = sharedSettings(state.options);
+  fields.emplace_back(kLibraryField, libraryPath());
+  const std::string settings = encodeSettings(fields);
+  BRAID_INFO("rank {}: braid {} from {} (UCX {}, CUDA {}); {}", rank, BRAID_VERSION_STRING,
+             libraryPath(), BRAID_HAVE_UCX ? "yes" : "no", BRAID_HAVE_CUDA ? "yes" : "no",
+             [&] {
+               std::string text;
+               for (size_t i = 0; i + 1 < fields.size(); ++i) {
+                 text += fmt::format("{}{} {}", i ? ", " : "", fields[i].first, fields[i].second);
+               }
+               return text;
+             }());
   store.set(key("secret-proof", rank), proof);
   store.set(key("settings", rank), settings);
   store.set(key("host", rank), host);

@@ -39,6 +39,9 @@ TEST(SettingsCheck, ARankWithAnotherChunkSizeFailsInitOnEveryRank) {
     EXPECT_NE(e.find("slot bytes (BRAID_CHUNK): 32768 on ranks 0, 1, 65536 on rank 2"),
               std::string::npos)
         << e;
+    // Where each rank's braid came from (here: this test binary, the same on every rank).
+    EXPECT_NE(e.find("(libbraid: /"), std::string::npos) << e;
+    EXPECT_NE(e.find(" on ranks 0, 1, 2)"), std::string::npos) << e;
   }
 }
 
