@@ -222,6 +222,17 @@ ncclResult_t pointToPoint(bool send, void* buf, size_t count, ncclDataType_t dat
     const DataType t = dataTypeOf(datatype, call);
     checkRoot(o, peer, "peer");
     checkBuffer(o, buf, count, send ? "sendbuff" : "recvbuff");
+    if (peer == o.comm->settings.rank) {
+      if (!inGroup()) {
+        throw braid::Error(braid::ErrorCode::kInvalidUsage,
+                    fmt::format("rank {}: {} of {} elements to this rank itself: only inside "
+                                "ncclGroupStart/ncclGroupEnd, with its matching {} (as NCCL)",
+                                peer, call, count, send ? "ncclRecv" : "ncclSend"));
+      }
+      o.self = Op::Self{send, buf, count * dataTypeSize(t)};
+      submit(std::move(o));
+      return;
+    }
     o.postHost = [=](Communicator& c) {
       return send ? c.sendAsync(buf, count, t, peer) : c.recvAsync(buf, count, t, peer);
     };

@@ -47,4 +47,15 @@ void freeBuffer(void* ptr) {
   }
 }
 
+void copyOnStream(void* dst, const void* src, size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  const cudaError_t err =
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::kCudaError, "a copy of {} bytes to this rank itself: cudaMemcpyAsync failed: {}",
+         bytes, cudaGetErrorString(err));
+  }
+}
+
 }  // namespace braid::nccl

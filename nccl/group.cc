@@ -1,11 +1,13 @@
 #include "group.h"
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 #include <vector>
 
 #include "errors.h"
 #include "export.h"
+#include "memory.h"
 
 namespace braid::nccl {
 namespace {
@@ -100,6 +102,44 @@ void runNow(Op& op) {
   }
 }
 
+/// The group's sends to and receives from their own rank, paired per communicator in posting
+/// order, each pair one copy; a send without its receive (or sizes that differ) is an error.
+void copySelfPairs(std::vector<Op>& ops, FirstError& errors) {
+  std::vector<ncclComm*> comms;
+  for (const Op& op : ops) {
+    if (op.self && std::find(comms.begin(), comms.end(), op.comm.get()) == comms.end())
+      comms.push_back(op.comm.get());
+  }
+  for (ncclComm* comm : comms) {
+    std::vector<const Op*> sends, recvs;
+    for (const Op& op : ops) {
+      if (op.self && op.comm.get() == comm) (op.self->send ? sends : recvs).push_back(&op);
+    }
+    try {
+      const int rank = comm->settings.rank;
+      BRAID_ENFORCE(sends.size() == recvs.size(), ErrorCode::kInvalidUsage,
+                    "rank {}: ncclGroupEnd: {} ncclSend(s) to this rank itself but {} "
+                    "ncclRecv(s) from it (each needs its match in the same group)",
+                    rank, sends.size(), recvs.size());
+      for (size_t k = 0; k < sends.size(); ++k) {
+        const Op::Self &from = *sends[k]->self, &to = *recvs[k]->self;
+        BRAID_ENFORCE(from.bytes == to.bytes, ErrorCode::kInvalidUsage,
+                      "rank {}: ncclGroupEnd: send #{} to this rank itself has {} bytes, its "
+                      "receive {}",
+                      rank, k, from.bytes, to.bytes);
+        if (comm->aborted.load()) continue;
+        if (recvs[k]->onDevice || sends[k]->onDevice) {
+          copyOnStream(to.buf, from.buf, from.bytes, recvs[k]->stream.handle);
+        } else if (from.bytes > 0 && to.buf != from.buf) {
+          std::memcpy(to.buf, from.buf, from.bytes);
+        }
+      }
+    } catch (...) {
+      errors.add(*comm, std::current_exception());
+    }
+  }
+}
+
 /// The outermost group's end: inits, then device communicators, then ops, then destroys.
 void endGroup(Group group) {
   FirstError errors;
@@ -110,7 +150,7 @@ void endGroup(Group group) {
   // Device communicators the group's ops need first, made together (collective per comm).
   std::vector<ncclComm*> needDevice;
   for (const Op& op : group.ops) {
-    if (op.onDevice && !op.comm->hasDevice() &&
+    if (op.onDevice && !op.self && !op.comm->hasDevice() &&
         std::find(needDevice.begin(), needDevice.end(), op.comm.get()) == needDevice.end())
       needDevice.push_back(op.comm.get());
   }
@@ -118,9 +158,10 @@ void endGroup(Group group) {
       needDevice.size(), [&](size_t i) { needDevice[i]->device("ncclGroupEnd"); },
       [&](size_t i) -> ncclComm& { return *needDevice[i]; }, errors);
 
+  copySelfPairs(group.ops, errors);
   std::vector<std::pair<Request, ncclComm*>> posted;
   for (Op& op : group.ops) {
-    if (op.comm->aborted.load()) continue;
+    if (op.comm->aborted.load() || op.self) continue;
     try {
       if (op.onDevice) {
         op.enqueueDevice(op.comm->device(op.call), op.stream);

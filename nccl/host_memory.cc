@@ -1,5 +1,6 @@
 // memory.h without CUDA: every buffer is host memory.
 #include <cstdlib>
+#include <cstring>
 
 #include "common/error.h"
 #include "memory.h"
@@ -17,5 +18,9 @@ void* allocateBuffer(size_t bytes) {
 }
 
 void freeBuffer(void* ptr) { std::free(ptr); }
+
+void copyOnStream(void* dst, const void* src, size_t bytes, void*) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
 
 }  // namespace braid::nccl

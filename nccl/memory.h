@@ -15,5 +15,8 @@ int currentDevice();
 /// throws kCudaError naming the size when it cannot.
 void* allocateBuffer(size_t bytes);
 void freeBuffer(void* ptr);
+/// Copies `bytes` from src to dst ordered on `stream` (a cudaStream_t; device or host memory);
+/// throws kCudaError. Without CUDA: a plain copy.
+void copyOnStream(void* dst, const void* src, size_t bytes, void* stream);
 
 }  // namespace braid::nccl

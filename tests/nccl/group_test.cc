@@ -43,6 +43,51 @@ TEST(NcclGroup, NestedRingOfSendRecv) {
   });
 }
 
+// All-to-all as PyTorch posts it on NCCL: every rank sends a block to every rank, itself
+// included, and receives one from each, all in one group; the self pair is one copy. A send to
+// itself outside a group, or without its receive, is ncclInvalidUsage naming what is missing.
+TEST(NcclGroup, AllToAllWithSelfPairs) {
+  const std::string path = idPath();
+  const int n = 3;
+  nccltest::runRanks(n, [&](int rank, ChildIo& io) {
+    ncclComm_t comm = initRank(path, rank, n);
+    const size_t block = 1001;  // odd: no alignment to lean on
+    std::vector<int32_t> out(block * n), in(block * n, -1);
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < block; ++i) out[q * block + i] = int32_t(rank * 1000000 + q * 10000 + i);
+    NCCL_CHECK(ncclGroupStart());
+    for (int q = 0; q < n; ++q) {
+      NCCL_CHECK(ncclSend(out.data() + q * block, block, ncclInt32, q, comm, nullptr));
+      NCCL_CHECK(ncclRecv(in.data() + q * block, block, ncclInt32, q, comm, nullptr));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < block; ++i)
+        if (in[q * block + i] != int32_t(q * 1000000 + rank * 10000 + i)) {
+          io.say("wrong", "from rank " + std::to_string(q) + " element " + std::to_string(i));
+          return testing::kChildWrongData;
+        }
+    // Outside a group: refused, saying why.
+    if (ncclSend(out.data(), 1, ncclInt32, rank, comm, nullptr) != ncclInvalidUsage ||
+        std::string(ncclGetLastError(comm)).find("only inside ncclGroupStart") ==
+            std::string::npos) {
+      io.say("wrong", std::string("self send outside a group: ") + ncclGetLastError(comm));
+      return testing::kChildCheckFailed;
+    }
+    // A send to itself without its receive.
+    NCCL_CHECK(ncclGroupStart());
+    NCCL_CHECK(ncclSend(out.data(), 1, ncclInt32, rank, comm, nullptr));
+    if (ncclGroupEnd() != ncclInvalidUsage ||
+        std::string(ncclGetLastError(comm)).find("1 ncclSend(s) to this rank itself but 0") ==
+            std::string::npos) {
+      io.say("wrong", std::string("unmatched self send: ") + ncclGetLastError(comm));
+      return testing::kChildCheckFailed;
+    }
+    NCCL_CHECK(ncclCommDestroy(comm));
+    return testing::kChildOk;
+  });
+}
+
 // Collectives and send/recv mixed in one group, run in issue order.
 TEST(NcclGroup, CollectivesAndPointToPointInOneGroup) {
   const std::string path = idPath();
