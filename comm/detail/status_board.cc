@@ -83,7 +83,7 @@ struct Snapshot {
   Collective coll = Collective::kAllReduce;
   DataType dtype = DataType::kFloat32;
   Algorithm algorithm = Algorithm::kAuto;
-  bool p2p = false;
+  bool p2p = false, group = false;
   int64_t peer = 0, startTick = 0, endTick = 0, waitSince = 0;
   std::string text;
 
@@ -119,6 +119,7 @@ bool read(const StatusBoard::Record& r, Snapshot* s) {
       s->dtype = static_cast<DataType>(uint8_t(kind >> 8));
       s->algorithm = static_cast<Algorithm>(uint8_t(kind >> 16));
       s->p2p = (kind >> 24) & 1;
+      s->group = (kind >> 25) & 1;
       s->text = buf;
       // The end words, after the description: they may be newer, never older, than it.
       s->ended = r.ended.load(std::memory_order_acquire);
@@ -228,12 +229,12 @@ StatusBoard::Record& StatusBoard::record(int r) const {
 }
 
 void StatusBoard::describe(const OpDesc& d, Algorithm algorithm, bool failed,
-                           const std::string* text) {
+                           const std::string* text, bool group) {
   const int64_t now = text != nullptr ? tick() : 0;
   write(*mine_, version_, [&](Record& r) {
     r.op.store(ops_, std::memory_order_relaxed);
     r.failed.store(failed ? 1 : 0, std::memory_order_relaxed);
-    r.kind.store(packKind(d, algorithm), std::memory_order_relaxed);
+    r.kind.store(packKind(d, algorithm) | uint64_t(group) << 25, std::memory_order_relaxed);
     r.seq.store(d.seq, std::memory_order_relaxed);
     r.count.store(d.count, std::memory_order_relaxed);
     r.peer.store(d.root, std::memory_order_relaxed);
@@ -251,7 +252,7 @@ void StatusBoard::failed(const OpDesc& d) {
                      d.seq == lastFailed_.seq && d.root == lastFailed_.root;
   if (again) return;
   if (current_ == nullptr) ++ops_;  // it failed before it started: it gets a number here
-  describe(d, current_ == &d ? currentAlgorithm_ : Algorithm::kAuto, true, nullptr);
+  describe(d, current_ == &d ? currentAlgorithm_ : Algorithm::kAuto, true, nullptr, false);
   lastFailed_ = d;
   endWords_.endTick->store(readTick(), std::memory_order_relaxed);
   endWords_.ended->store(ops_, std::memory_order_release);
@@ -260,8 +261,15 @@ void StatusBoard::failed(const OpDesc& d) {
 
 void StatusBoard::waiting(const std::string& what) {
   if (current_ != nullptr) {
-    describe(*current_, currentAlgorithm_, false, &what);
+    describe(*current_, currentAlgorithm_, false, &what, false);
+    return;
   }
+  // A group of sends and receives runs its ops without start() (comm/detail/p2p_group.h): it
+  // gets a number of its own while it waits; the text names its unfinished ops.
+  ++ops_;
+  OpDesc group;
+  group.coll = Collective::kSend;
+  describe(group, Algorithm::kAuto, false, &what, true);
 }
 
 std::vector<StatusLine> StatusBoard::lines(const std::vector<std::string>& hosts) const {
@@ -282,7 +290,8 @@ std::vector<StatusLine> StatusBoard::lines(const std::vector<std::string>& hosts
         s.doneColls > 0 ? fmt::format("last completed collective #{}", s.doneColls - 1)
                         : "no collective completed";
     const std::string op =
-        s.p2p ? fmt::format("{} #{} ({} x {}, peer rank {})", collectiveName(s.coll), s.seq,
+        s.group ? std::string("a group of sends and receives")
+        : s.p2p ? fmt::format("{} #{} ({} x {}, peer rank {})", collectiveName(s.coll), s.seq,
                             s.count, dataTypeName(s.dtype), s.peer)
               : fmt::format("{} #{} ({} x {}, {})", collectiveName(s.coll), s.seq, s.count,
                             dataTypeName(s.dtype), algorithmName(s.algorithm));

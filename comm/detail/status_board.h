@@ -86,8 +86,10 @@ class StatusBoard {
   StatusBoard(int rank, int size, std::string name, void* base, size_t bytes);
   Record& record(int r) const;
   void failed(const OpDesc& d);  // ended(d, false, ...): described, then ended
-  // Writes the op's description (and `text` with the time, when given) under the version.
-  void describe(const OpDesc& d, Algorithm algorithm, bool failed, const std::string* text);
+  // Writes the op's description (and `text` with the time, when given) under the version;
+  // `group`: a group of sends and receives rather than `d`.
+  void describe(const OpDesc& d, Algorithm algorithm, bool failed, const std::string* text,
+                bool group);
 
   int rank_, size_;
   std::string name_;

@@ -249,13 +249,20 @@ void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
 std::string ProgramRunner::waitingText(size_t* unfinishedOut) const {
   // Name what this rank was waiting for: the peers of every unfinished lane's current step.
   std::string waiting;
-  size_t unfinished = 0;
+  size_t unfinished = 0, lane = 0;
   for (const Cursor& c : cursors_) {
+    ++lane;
     if (c.done()) continue;
     ++unfinished;
     const Step& s = c.lane->steps[c.step];
     // In a group each lane is an op of its own: name it (its peer, number and size).
     if (feed_ != nullptr) waiting += fmt::format("; {}", what(*c.args));
+    // Where in its schedule: the step (and lane, when there are several) it stands at.
+    const std::string at =
+        cursors_.size() > 1 && feed_ == nullptr
+            ? fmt::format(" (lane {}, step {} of {})", lane - 1, c.step + 1,
+                          c.lane->steps.size())
+            : fmt::format(" (step {} of {})", c.step + 1, c.lane->steps.size());
     if (s.prim == Prim::kGatherReduce) {
       // Name the peers whose message is missing (a probe is not the message).
       std::string missing;
@@ -266,15 +273,15 @@ std::string ProgramRunner::waitingText(size_t* unfinishedOut) const {
         missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
       }
       waiting += fmt::format("; waiting to receive from peer rank {} on channel {} (gathering "
-                             "from all peers)",
-                             missing.empty() ? "-" : missing, s.channel);
+                             "from all peers){}",
+                             missing.empty() ? "-" : missing, s.channel, at);
     } else {
       if (primReceives(s.prim))
-        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}", s.recvPeer,
-                               s.channel);
+        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}{}",
+                               s.recvPeer, s.channel, at);
       if (primSends(s.prim))
-        waiting +=
-            fmt::format("; waiting to send to peer rank {} on channel {}", s.sendPeer, s.channel);
+        waiting += fmt::format("; waiting to send to peer rank {} on channel {}{}", s.sendPeer,
+                               s.channel, at);
     }
   }
   *unfinishedOut = unfinished;

@@ -133,6 +133,36 @@ TEST(StatusReport, OtherHostsLinesComeFromTheirStatusServerWhenOneProcessIsStopp
   }
 }
 
+// A receive runs as a group of sends and receives (comm/detail/p2p_group.h), without a start of
+// its own: while it waits the board still says so, and where; after its timeout, that it failed.
+TEST(StatusReport, AWaitingReceiveIsOnTheBoard) {
+  Options options;
+  options.timeoutSeconds = 1.5;
+  std::string during, after;
+  testing::runRanks(2, options, [&](Communicator& c) {
+    std::vector<float> buf(100, 0.0f);
+    if (c.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      during = c.statusReport();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1700));
+      return;
+    }
+    try {
+      c.recv(buf.data(), buf.size(), DataType::kFloat32, 1);
+      ADD_FAILURE() << "no error";
+    } catch (const Error&) {
+      after = c.statusReport();
+    }
+  });
+  const std::string zero = lineOf(during, 0);
+  EXPECT_NE(zero.find("in a group of sends and receives"), std::string::npos) << during;
+  EXPECT_NE(zero.find("waiting to receive from peer rank 1 on channel 0 (step 1 of 1)"),
+            std::string::npos)
+      << during;
+  const std::string failed = lineOf(after, 0);
+  EXPECT_NE(failed.find("recv #0 (100 x float, peer rank 1) failed"), std::string::npos) << after;
+}
+
 TEST(StatusReport, SigusrOneLogsTheReport) {
   if (std::getenv("BRAID_TEST_SIGUSR1_CHILD") != nullptr) {
     // The child (below): one communicator, then SIGUSR1; its stderr is the parent's log file.
