@@ -165,7 +165,10 @@ typedef enum {
   ncclMin = 3,
   ncclAvg = 4,
   ncclNumOps = 5, /* the first value of ops made by ncclRedOpCreate* */
-  ncclMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(ncclRedOp_dummy_t))
+  ncclMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(ncclRedOp_dummy_t)),
+  /* braid's own: every int is a value of the type (still an int in size), so that a caller's
+     bad value reaches braid's check instead of being undefined behaviour in C++. */
+  ncclRedOp_braidEnumMin = -0x7fffffff - 1
 } ncclRedOp_t;
 
 typedef enum {
@@ -184,12 +187,18 @@ typedef enum {
   ncclFloat64 = 8,
   ncclDouble = 8,
   ncclBfloat16 = 9,
-  ncclNumTypes = 10
+  ncclNumTypes = 10,
+  /* braid's own, as for ncclRedOp_t: every int a value of the type. */
+  ncclDataType_braidEnumMin = -0x7fffffff - 1,
+  ncclDataType_braidEnumMax = 0x7fffffff
 } ncclDataType_t;
 
 typedef enum {
-  ncclScalarDevice = 0,       /* read when the collective runs */
-  ncclScalarHostImmediate = 1 /* read before ncclRedOpCreatePreMulSum returns */
+  ncclScalarDevice = 0,        /* read when the collective runs */
+  ncclScalarHostImmediate = 1, /* read before ncclRedOpCreatePreMulSum returns */
+  /* braid's own, as for ncclRedOp_t: every int a value of the type. */
+  ncclScalarResidence_braidEnumMin = -0x7fffffff - 1,
+  ncclScalarResidence_braidEnumMax = 0x7fffffff
 } ncclScalarResidence_t;
 
 /* An op that multiplies each rank's input by *scalar (of `datatype`), then sums. For comm and
