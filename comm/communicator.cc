@@ -60,7 +60,7 @@ void CommState::start(std::unique_ptr<transport::Endpoint> connected,
   }
 }
 
-void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message) {
+void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message, bool ran) {
   {
     std::lock_guard<std::mutex> opLock(op.mutex);
     op.done = true;
@@ -68,7 +68,7 @@ void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message)
     op.message = std::move(message);
   }
   op.doneCv.notify_all();
-  opEnded(op.desc, code == ErrorCode::kOk ? std::string() : op.message);
+  opEnded(op.desc, code == ErrorCode::kOk ? std::string() : op.message, ran);
   if (op.ticket != 0) medium->finished(op.ticket);
 }
 
@@ -79,7 +79,8 @@ CommState::~CommState() {
     for (auto& op : queue) {
       completeOp(*op, ErrorCode::kAborted,
                  fmt::format("rank {}: {} was still queued when the communicator was destroyed",
-                             rank, collectiveName(op->desc.coll)));
+                             rank, collectiveName(op->desc.coll)),
+                 false);
     }
     queue.clear();
   }
@@ -151,9 +152,9 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
   // Success is recorded by the caller: completeOp for a queued op, runBlocking for its own.
 }
 
-void CommState::opEnded(const OpDesc& d, const std::string& error) {
+void CommState::opEnded(const OpDesc& d, const std::string& error, bool ran) {
   const int64_t tick = recorder.ended(d, error);
-  if (board) board->ended(d, error.empty(), tick);
+  if (board && ran) board->ended(d, error.empty(), tick);
 }
 
 std::string CommState::otherHostsReport() const {
@@ -541,7 +542,8 @@ void CommState::failQueued(const Error& cause) {
   for (auto& op : queue) {
     completeOp(*op, cause.code(),
                fmt::format("rank {}: {} #{} not started: the communicator failed before it: {}",
-                           rank, collectiveName(op->desc.coll), op->desc.seq, cause.what()));
+                           rank, collectiveName(op->desc.coll), op->desc.seq, cause.what()),
+               false);
   }
   queue.clear();
   waitersCv.notify_all();
@@ -554,7 +556,8 @@ void CommState::abort(const std::string& why) {
   for (auto& op : queue) {
     completeOp(*op, ErrorCode::kAborted,
                fmt::format("rank {}: {} aborted before it started: {}", rank,
-                           collectiveName(op->desc.coll), why));
+                           collectiveName(op->desc.coll), why),
+               false);
   }
   queue.clear();
   failOpenGroup(fmt::format("rank {}: point-to-point op aborted: {}", rank, why));

@@ -47,11 +47,11 @@ void P2pGroup::finished(size_t index) {
   if (state_.waiters > 0) state_.waitersCv.notify_all();
 }
 
-void P2pGroup::failUnfinished(ErrorCode code, const std::string& message) {
+void P2pGroup::failUnfinished(ErrorCode code, const std::string& message, bool byRunner) {
   for (Member& m : members_) {
     if (m.done) continue;
     m.done = true;
-    state_.completeOp(*m.op, code, message);
+    state_.completeOp(*m.op, code, message, byRunner);
   }
 }
 
@@ -101,7 +101,7 @@ void CommState::runP2pGroup(std::unique_lock<std::mutex>& lock, const Request::O
 
 void CommState::failOpenGroup(const std::string& why) {
   if (openGroup == nullptr || busy) return;  // a running group ends itself (it sees the abort)
-  openGroup->failUnfinished(ErrorCode::kAborted, why);
+  openGroup->failUnfinished(ErrorCode::kAborted, why, false);
   openGroup.reset();
 }
 

@@ -46,8 +46,9 @@ class P2pGroup final : public LaneFeed {
   /// Takes the point-to-point ops at the front of the queue (caller holds queueMutex), appending
   /// a lane for each with a count; an op with none completes at once.
   void take(std::vector<LaneRun>* lanes);
-  /// Ends every op not yet finished with `code` and `message`.
-  void failUnfinished(ErrorCode code, const std::string& message);
+  /// Ends every op not yet finished with `code` and `message`; `byRunner` false when another
+  /// thread than the one that runs groups does it (a paused group failed by abort).
+  void failUnfinished(ErrorCode code, const std::string& message, bool byRunner = true);
 
   /// The run pauses once `op` (null: none) finished: its waiter goes back to its caller.
   void pauseWhenDone(const CommState::Op* op) {

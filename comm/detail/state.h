@@ -152,8 +152,9 @@ struct CommState {
   /// "" for this host's ranks, or where it had none.
   std::vector<std::string> statusAddresses;
 
-  /// An op's end for the recorder and the board (error "" when it succeeded).
-  void opEnded(const OpDesc& d, const std::string& error);
+  /// An op's end for the recorder and, when it ran (see completeOp), the board (error "" when it
+  /// succeeded).
+  void opEnded(const OpDesc& d, const std::string& error, bool ran = true);
   /// The stuck-rank report (Communicator::statusReport).
   std::string statusReport() const;
   /// Its lines: this host's board, and the other hosts' asked through their status servers.
@@ -213,8 +214,10 @@ struct CommState {
   /// peers, and fails every queued op.
   void breakOn(const Error& e);
   /// Marks an op finished with `code` (kOk: success), tells the medium, and wakes whoever waits
-  /// on it.
-  void completeOp(Request::Op& op, ErrorCode code, std::string message);
+  /// on it. `ran`: false for an op ended before it ever ran (flushed from the queue by abort,
+  /// destroy or a failure), possibly on another thread than the executing one, which the status
+  /// board (written only by the thread that runs ops) is then left out of.
+  void completeOp(Request::Op& op, ErrorCode code, std::string message, bool ran = true);
   /// Runs one dequeued op and completes it (never throws).
   void runQueued(const std::shared_ptr<Request::Op>& op);
   std::weak_ptr<CommState> self;
