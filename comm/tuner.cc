@@ -118,6 +118,19 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   };
   Decision d;
 
+  if (onlyDirect(shape)) {
+    // All-to-all, gather and scatter have one schedule, the direct family's (pairwise exchange
+    // for all-to-all; lanes per peer, so no per-peer size limit).
+    BRAID_ENFORCE(config.forced == Algorithm::kAuto || config.forced == Algorithm::kOneShot,
+                  ErrorCode::kInvalidUsage,
+                  "algorithm '{}' (BRAID_ALGO) cannot run {}; only oneshot (direct) can",
+                  algorithmName(config.forced), collectiveName(shape));
+    d.choice = {Algorithm::kOneShot, 1, config.slotBytes, 0};
+    d.reports.push_back({Algorithm::kOneShot, 1, config.slotBytes, 0, "",
+                         "the only schedule of " + std::string(collectiveName(shape)), true});
+    return d;
+  }
+
   if (config.forced != Algorithm::kAuto) {
     const Algorithm family = config.forced;
     BRAID_ENFORCE(supports(family, shape), ErrorCode::kInvalidUsage,
