@@ -269,7 +269,8 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
   try {
     executor->run(prog ? *prog : plan.p2p, args);
-    if (comm::needsCompletionExchange(d.coll) && size > 1) {
+    const int exchanges = comm::completionExchanges(d.coll);
+    if (exchanges > 0 && size > 1) {
       // Every rank confirms to every other with this op's header (a one-byte direct exchange),
       // so no rank reports success for a call another rank disagreed with (op_rules.h).
       comm::ScheduleSpec fin;
@@ -286,7 +287,8 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
       finArgs.op = RedOp::kMax;
       finArgs.elemsPerPiece = options.slotBytes;
       finArgs.streamOutput = false;
-      executor->run(*program(fin), finArgs);
+      const auto confirm = program(fin);
+      for (int i = 0; i < exchanges; ++i) executor->run(*confirm, finArgs);
     }
     BRAID_TRACE("rank {}: {} end", rank, comm::describeHeader(args.header));
   } catch (const Error& e) {

@@ -9,8 +9,9 @@ Collective shapeOf(Collective coll) {
   return isScheduled(coll) ? coll : Collective::kAllReduce;
 }
 
-bool needsCompletionExchange(Collective coll) {
-  return isRooted(coll) || coll == Collective::kAllToAllv;
+int completionExchanges(Collective coll) {
+  if (coll == Collective::kAllToAllv) return 2;
+  return isRooted(coll) ? 1 : 0;
 }
 
 bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {

@@ -325,20 +325,28 @@ TEST(ExchangeCollectivesMismatch, RanksThatDisagreeFailWithANamedMismatch) {
 }
 
 TEST(ExchangeCollectivesMismatch, AllToAllvPairsThatDisagreeFail) {
+  // Every pair exchanges 100 floats except where rank 1 and rank 2 disagree about 2 -> 1: rank 1
+  // expects `expect`, rank 2 sends `sends` (a zero side meets the other's completion message).
+  const struct {
+    size_t expect, sends;
+  } cases[] = {{101, 100}, {100, 0}, {0, 100}};
   const int n = 3;
-  auto errors = runRanks(n, smallSlots(), [&](Communicator& comm) {
-    const int r = comm.rank();
-    // Every pair sends 100 elements, but rank 1 expects 101 from rank 2.
-    std::vector<size_t> sendCounts(n, 100), recvCounts(n, 100), displs(n);
-    for (int q = 0; q < n; ++q) displs[q] = q * 200;
-    if (r == 1) recvCounts[2] = 101;
-    std::vector<float> in(n * 200), out(n * 200);
-    comm.allToAllv(in.data(), sendCounts.data(), displs.data(), out.data(), recvCounts.data(),
-                   displs.data(), DataType::kFloat32);
-  });
-  for (int r = 0; r < n; ++r)
-    EXPECT_EQ(errorCode(errors[r]), ErrorCode::kMismatch)
-        << "rank " << r << ": " << errorText(errors[r]);
+  for (const auto& c : cases) {
+    auto errors = runRanks(n, smallSlots(), [&](Communicator& comm) {
+      const int r = comm.rank();
+      std::vector<size_t> sendCounts(n, 100), recvCounts(n, 100), displs(n);
+      for (int q = 0; q < n; ++q) displs[q] = q * 200;
+      if (r == 1) recvCounts[2] = c.expect;
+      if (r == 2) sendCounts[1] = c.sends;
+      std::vector<float> in(n * 200), out(n * 200);
+      comm.allToAllv(in.data(), sendCounts.data(), displs.data(), out.data(), recvCounts.data(),
+                     displs.data(), DataType::kFloat32);
+    });
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(errorCode(errors[r]), ErrorCode::kMismatch)
+          << "rank 1 expects " << c.expect << ", rank 2 sends " << c.sends << ": rank " << r
+          << ": " << errorText(errors[r]);
+  }
 }
 
 }  // namespace
