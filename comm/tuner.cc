@@ -125,9 +125,12 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
                   ErrorCode::kInvalidUsage,
                   "algorithm '{}' (BRAID_ALGO) cannot run {}; only oneshot (direct) can",
                   algorithmName(config.forced), collectiveName(shape));
-    d.choice = {Algorithm::kOneShot, 1, config.slotBytes, 0};
-    d.reports.push_back({Algorithm::kOneShot, 1, config.slotBytes, 0, "",
-                         "the only schedule of " + std::string(collectiveName(shape)), true});
+    const topology::Prediction p = price(Algorithm::kOneShot, 1, config.slotBytes);
+    d.choice = {Algorithm::kOneShot, 1, config.slotBytes, std::isfinite(p.timeUs) ? p.timeUs : 0};
+    d.reports.push_back({Algorithm::kOneShot, 1, config.slotBytes, p.timeUs, "",
+                         "the only schedule of " + std::string(collectiveName(shape)) + ": " +
+                             p.detail,
+                         true});
     return d;
   }
 
@@ -264,11 +267,14 @@ std::shared_ptr<const TunerModel> makeTunerModel(topology::ClusterGraph graph) {
 }
 
 size_t modelBytes(Collective shape, size_t inputBytes, int nranks) {
-  return shape == Collective::kAllGather ? inputBytes * nranks : inputBytes;
+  const bool gathers = shape == Collective::kAllGather || shape == Collective::kGather;
+  return gathers ? inputBytes * nranks : inputBytes;
 }
 
 size_t directBytesPerPeer(Collective shape, size_t inputBytes, int nranks) {
-  return shape == Collective::kReduceScatter ? inputBytes / nranks : inputBytes;
+  const bool blocks = shape == Collective::kReduceScatter || shape == Collective::kAllToAll ||
+                      shape == Collective::kScatter;
+  return blocks ? inputBytes / nranks : inputBytes;
 }
 
 Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes) {
