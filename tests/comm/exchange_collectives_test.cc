@@ -69,6 +69,24 @@ TEST(ExchangeCollectivesLarge, ManySlotsPerBlock) {
   }
 }
 
+// The same exchanges between ranks over the network transports (threads posing as one host:
+// BRAID_TRANSPORT's choice, as the mismatch matrix does).
+class ExchangeCollectivesTransports : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ExchangeCollectivesTransports, MatchTheReference) {
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(fmt::format("{} ranks over {}", n, GetParam()));
+    Options options;
+    options.transport = GetParam();
+    options.timeoutSeconds = 60;
+    runCasesOnThreads(n, [&](int) { return options; },
+                      matrix(n, {DataType::kFloat32, DataType::kInt8}, {1, 37, 70001}));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, ExchangeCollectivesTransports, ::testing::Values("tcp", "ucx"),
+                         [](const auto& info) { return std::string(info.param); });
+
 // ---- allToAllv ----
 
 // Elements rank `from` sends rank `to` in the uneven pattern (zero for some pairs).
