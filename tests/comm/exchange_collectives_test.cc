@@ -79,8 +79,9 @@ TEST_P(ExchangeCollectivesTransports, MatchTheReference) {
     Options options;
     options.transport = GetParam();
     options.timeoutSeconds = 60;
-    runCasesOnThreads(n, [&](int) { return options; },
-                      matrix(n, {DataType::kFloat32, DataType::kInt8}, {1, 37, 70001}));
+    runCasesOnThreads(
+        n, [&](int) { return options; },
+        matrix(n, {DataType::kFloat32, DataType::kInt8}, {1, 37, 70001}));
   }
 }
 
@@ -345,9 +346,7 @@ TEST(ExchangeCollectivesMismatch, RanksThatDisagreeFailWithANamedMismatch) {
 TEST(ExchangeCollectivesMismatch, AllToAllvPairsThatDisagreeFail) {
   // Every pair exchanges 100 floats except where rank 1 and rank 2 disagree about 2 -> 1: rank 1
   // expects `expect`, rank 2 sends `sends` (a zero side meets the other's completion message).
-  const struct {
-    size_t expect, sends;
-  } cases[] = {{101, 100}, {100, 0}, {0, 100}};
+  const struct { size_t expect, sends; } cases[] = {{101, 100}, {100, 0}, {0, 100}};
   const int n = 3;
   for (const auto& c : cases) {
     auto errors = runRanks(n, smallSlots(), [&](Communicator& comm) {
@@ -362,8 +361,8 @@ TEST(ExchangeCollectivesMismatch, AllToAllvPairsThatDisagreeFail) {
     });
     for (int r = 0; r < n; ++r)
       EXPECT_EQ(errorCode(errors[r]), ErrorCode::kMismatch)
-          << "rank 1 expects " << c.expect << ", rank 2 sends " << c.sends << ": rank " << r
-          << ": " << errorText(errors[r]);
+          << "rank 1 expects " << c.expect << ", rank 2 sends " << c.sends << ": rank " << r << ": "
+          << errorText(errors[r]);
   }
 }
 
