@@ -18,12 +18,13 @@ Step make(Prim prim, int recvPeer, int sendPeer, BufRange src, BufRange dst, siz
 }  // namespace
 
 RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
+  if (spec.shape == Collective::kAllToAll) return buildPairwise(spec, rank);
   const int n = spec.nranks;
   const size_t count = spec.count;
   RankProgram program;
-  if (spec.shape == Collective::kAllToAll) return buildPairwise(spec, rank);
   program.lanes.resize(1);
   auto& steps = program.lanes[0].steps;
+  std::vector<Lane> perPeer;  // gather's and scatter's root: one lane per other rank
   auto others = [&](auto&& fn) {
     for (int k = 1; k < n; ++k) fn((rank + k) % n);
   };
@@ -69,7 +70,7 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
       }
       if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(rank * count), count));
       others([&](int q) {
-        program.lanes.push_back(Lane{{make(Prim::kRecv, q, -1, {}, out(q * count), count)}});
+        perPeer.push_back(Lane{{make(Prim::kRecv, q, -1, {}, out(q * count), count)}});
       });
       break;
     case Collective::kScatter:
@@ -79,13 +80,14 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
       }
       if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(rank * count), out(0), count));
       others([&](int q) {
-        program.lanes.push_back(Lane{{make(Prim::kSend, -1, q, in(q * count), {}, count)}});
+        perPeer.push_back(Lane{{make(Prim::kSend, -1, q, in(q * count), {}, count)}});
       });
       break;
     default:
       fail(ErrorCode::kInvalidUsage, "direct: no schedule for {}", collectiveName(spec.shape));
   }
-  if (program.lanes.front().steps.empty()) program.lanes.erase(program.lanes.begin());
+  if (steps.empty()) program.lanes.clear();
+  for (Lane& lane : perPeer) program.lanes.push_back(std::move(lane));
   return program;
 }
 
