@@ -86,8 +86,13 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
     default:
       fail(ErrorCode::kInvalidUsage, "direct: no schedule for {}", collectiveName(spec.shape));
   }
-  if (steps.empty()) program.lanes.clear();
-  for (Lane& lane : perPeer) program.lanes.push_back(std::move(lane));
+  if (perPeer.empty()) {
+    if (steps.empty()) program.lanes.clear();  // in place on one rank: nothing to do
+    return program;
+  }
+  // The root's own block (lane 0) after the peers' lanes: they start first.
+  if (!steps.empty()) perPeer.push_back(std::move(program.lanes[0]));
+  program.lanes = std::move(perPeer);
   return program;
 }
 

@@ -52,10 +52,6 @@ RankProgram buildPairwise(const ScheduleSpec& spec, int rank) {
     return program;
   }
   Lane sends, recvs;
-  if (split.sendCount(rank) > 0) {
-    sends.steps.push_back(makeStep(Prim::kCopy, 0, -1, -1, in(split.sendDispl(rank)),
-                                   out(split.recvDispl(rank)), split.sendCount(rank)));
-  }
   for (int k = 1; k < n; ++k) {
     const int to = (rank + k) % n, from = (rank - k + n) % n;
     if (split.sendCount(to) > 0) {
@@ -66,6 +62,11 @@ RankProgram buildPairwise(const ScheduleSpec& spec, int rank) {
       recvs.steps.push_back(makeStep(Prim::kRecv, 0, from, -1, {}, out(split.recvDispl(from)),
                                      split.recvCount(from)));
     }
+  }
+  // The own block last: the peers take the sent blocks out of the slots meanwhile.
+  if (split.sendCount(rank) > 0) {
+    sends.steps.push_back(makeStep(Prim::kCopy, 0, -1, -1, in(split.sendDispl(rank)),
+                                   out(split.recvDispl(rank)), split.sendCount(rank)));
   }
   for (Lane* lane : {&sends, &recvs})
     if (!lane->steps.empty()) program.lanes.push_back(std::move(*lane));
