@@ -298,6 +298,28 @@ TEST(ExchangeCollectivesUsage, BadRootsLayoutsAndOverlapsAreRefused) {
   EXPECT_EQ(errorText(errors[0]), "");
 }
 
+// BRAID_ALGO (Options::algorithm) forcing a family that cannot run them is refused naming it;
+// oneshot, their one schedule, runs.
+TEST(ExchangeCollectivesUsage, ForcedAlgorithmsOtherThanOneshotAreRefused) {
+  for (Algorithm algo : {Algorithm::kRing, Algorithm::kChain, Algorithm::kOneShot}) {
+    Options options = smallSlots();
+    options.algorithm = algo;
+    auto errors = runRanks(2, options, [&](Communicator& comm) {
+      std::vector<float> in(64, 1.0f), out(64);
+      comm.allToAll(in.data(), out.data(), 32, DataType::kFloat32);
+    });
+    for (int r = 0; r < 2; ++r) {
+      if (algo == Algorithm::kOneShot) {
+        EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+        continue;
+      }
+      EXPECT_EQ(errorCode(errors[r]), ErrorCode::kInvalidUsage) << algorithmName(algo);
+      EXPECT_NE(errorText(errors[r]).find("cannot run alltoall"), std::string::npos)
+          << errorText(errors[r]);
+    }
+  }
+}
+
 // ---- disagreement: kMismatch on every rank, never a success on some or a timeout ----
 
 struct Disagreement {
