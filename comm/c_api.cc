@@ -194,6 +194,38 @@ braidResult_t braidBroadcast(const void* s, void* r, size_t n, braidDataType_t t
     c->broadcast(s, r, n, c.type(t, fn), root);
   });
 }
+braidResult_t braidAllToAll(const void* s, void* r, size_t n, braidDataType_t t, braidComm_t comm) {
+  return guard([&] {
+    const char* fn = "braidAllToAll";
+    Pinned c(comm, fn);
+    c->allToAll(s, r, n, c.type(t, fn));
+  });
+}
+braidResult_t braidAllToAllv(const void* s, const size_t* sc, const size_t* sd, void* r,
+                             const size_t* rc, const size_t* rd, braidDataType_t t,
+                             braidComm_t comm) {
+  return guard([&] {
+    const char* fn = "braidAllToAllv";
+    Pinned c(comm, fn);
+    c->allToAllv(s, sc, sd, r, rc, rd, c.type(t, fn));
+  });
+}
+braidResult_t braidGather(const void* s, void* r, size_t n, braidDataType_t t, int root,
+                          braidComm_t comm) {
+  return guard([&] {
+    const char* fn = "braidGather";
+    Pinned c(comm, fn);
+    c->gather(s, r, n, c.type(t, fn), root);
+  });
+}
+braidResult_t braidScatter(const void* s, void* r, size_t n, braidDataType_t t, int root,
+                           braidComm_t comm) {
+  return guard([&] {
+    const char* fn = "braidScatter";
+    Pinned c(comm, fn);
+    c->scatter(s, r, n, c.type(t, fn), root);
+  });
+}
 braidResult_t braidReduce(const void* s, void* r, size_t n, braidDataType_t t, braidRedOp_t o,
                           int root, braidComm_t comm) {
   return guard([&] {

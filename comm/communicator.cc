@@ -115,7 +115,7 @@ OpDesc CommState::issue(OpDesc d) {
   setLogRank(rank);  // this thread's log lines name the rank it calls for
   size_t inBytes, outBytes;
   comm::validateOp(d, rank, size, &inBytes, &outBytes);
-  if (d.count > 0) medium->checkBuffers(d, inBytes, outBytes);
+  if (d.count > 0 || d.coll == Collective::kAllToAllv) medium->checkBuffers(d, inBytes, outBytes);
   // Numbered in the order ops will execute (the caller holds queueMutex).
   uint64_t* counter = numbering.number(d);
   if (d.count > 0 && medium->planAtCall()) {
@@ -132,6 +132,10 @@ OpDesc CommState::issue(OpDesc d) {
 }
 
 std::shared_ptr<const comm::RankProgram> CommState::program(const comm::ScheduleSpec& spec) {
+  if (spec.perPeer) {
+    // allToAllv: this call's own splits, not worth keeping.
+    return std::make_shared<const comm::RankProgram>(comm::buildProgram(spec, rank));
+  }
   ProgramKey key{int(spec.shape), int(spec.family), spec.count,        spec.root,
                  spec.lanes,      spec.inPlace,     spec.elemsPerPiece};
   auto it = programs.find(key);
@@ -228,7 +232,8 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     fail(ErrorCode::kAborted, "rank {}: {}: the communicator was aborted", rank,
          collectiveName(d.coll));
   }
-  if (d.count == 0 && d.coll != Collective::kBarrier) return;
+  // allToAllv runs at count 0 too: its peers confirm completion with every rank.
+  if (d.count == 0 && d.coll != Collective::kBarrier && d.coll != Collective::kAllToAllv) return;
   if (ticket != 0) {
     try {
       medium->beforeRun(ticket, aborted);
@@ -265,7 +270,8 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
   try {
     executor->run(prog ? *prog : plan.p2p, args);
-    if (comm::needsCompletionExchange(d.coll) && size > 1) {
+    const int exchanges = comm::completionExchanges(d.coll);
+    if (exchanges > 0 && size > 1) {
       // Every rank confirms to every other with this op's header (a one-byte direct exchange),
       // so no rank reports success for a call another rank disagreed with (op_rules.h).
       comm::ScheduleSpec fin;
@@ -282,7 +288,8 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
       finArgs.op = RedOp::kMax;
       finArgs.elemsPerPiece = options.slotBytes;
       finArgs.streamOutput = false;
-      executor->run(*program(fin), finArgs);
+      const auto confirm = program(fin);
+      for (int i = 0; i < exchanges; ++i) executor->run(*confirm, finArgs);
     }
     BRAID_TRACE("rank {}: {} end", rank, comm::describeHeader(args.header));
   } catch (const Error& e) {
@@ -598,6 +605,27 @@ OpDesc make(Collective coll, const void* in, void* out, size_t count, DataType t
   d.root = root;
   return d;
 }
+// allToAllv: the arrays copied into the op's layout (size entries each); count = elements sent.
+OpDesc makeAllToAllv(const void* in, const size_t* sendCounts, const size_t* sendDispls, void* out,
+                     const size_t* recvCounts, const size_t* recvDispls, DataType type, int rank,
+                     int size) {
+  OpDesc d = make(Collective::kAllToAllv, in, out, 0, type, RedOp::kSum, -1);
+  auto layout = std::make_shared<comm::PeerLayout>();
+  const size_t n = size_t(size);
+  for (const size_t* a : {sendCounts, sendDispls, recvCounts, recvDispls}) {
+    BRAID_ENFORCE(a != nullptr, ErrorCode::kInvalidUsage,
+                  "rank {}: alltoallv: a counts or displacements array is null (each needs {} "
+                  "entries, one per rank)",
+                  rank, n);
+  }
+  layout->sendCounts.assign(sendCounts, sendCounts + n);
+  layout->sendDispls.assign(sendDispls, sendDispls + n);
+  layout->recvCounts.assign(recvCounts, recvCounts + n);
+  layout->recvDispls.assign(recvDispls, recvDispls + n);
+  for (size_t c : layout->sendCounts) d.count += c;  // validateOp checks what overflows
+  d.layout = std::move(layout);
+  return d;
+}
 }  // namespace
 
 void Communicator::allReduce(const void* s, void* r, size_t n, DataType t, RedOp op) {
@@ -614,6 +642,19 @@ void Communicator::broadcast(const void* s, void* r, size_t n, DataType t, int r
 }
 void Communicator::reduce(const void* s, void* r, size_t n, DataType t, RedOp op, int root) {
   state_->runBlocking(make(Collective::kReduce, s, r, n, t, op, root));
+}
+void Communicator::allToAll(const void* s, void* r, size_t n, DataType t) {
+  state_->runBlocking(make(Collective::kAllToAll, s, r, n, t, RedOp::kSum, -1));
+}
+void Communicator::allToAllv(const void* s, const size_t* sc, const size_t* sd, void* r,
+                             const size_t* rc, const size_t* rd, DataType t) {
+  state_->runBlocking(makeAllToAllv(s, sc, sd, r, rc, rd, t, rank(), size()));
+}
+void Communicator::gather(const void* s, void* r, size_t n, DataType t, int root) {
+  state_->runBlocking(make(Collective::kGather, s, r, n, t, RedOp::kSum, root));
+}
+void Communicator::scatter(const void* s, void* r, size_t n, DataType t, int root) {
+  state_->runBlocking(make(Collective::kScatter, s, r, n, t, RedOp::kSum, root));
 }
 void Communicator::send(const void* b, size_t n, DataType t, int peer, int tag) {
   state_->runBlocking(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer, tag));
@@ -641,6 +682,19 @@ Request Communicator::broadcastAsync(const void* s, void* r, size_t n, DataType 
 Request Communicator::reduceAsync(const void* s, void* r, size_t n, DataType t, RedOp op,
                                   int root) {
   return state_->submit(make(Collective::kReduce, s, r, n, t, op, root));
+}
+Request Communicator::allToAllAsync(const void* s, void* r, size_t n, DataType t) {
+  return state_->submit(make(Collective::kAllToAll, s, r, n, t, RedOp::kSum, -1));
+}
+Request Communicator::allToAllvAsync(const void* s, const size_t* sc, const size_t* sd, void* r,
+                                     const size_t* rc, const size_t* rd, DataType t) {
+  return state_->submit(makeAllToAllv(s, sc, sd, r, rc, rd, t, rank(), size()));
+}
+Request Communicator::gatherAsync(const void* s, void* r, size_t n, DataType t, int root) {
+  return state_->submit(make(Collective::kGather, s, r, n, t, RedOp::kSum, root));
+}
+Request Communicator::scatterAsync(const void* s, void* r, size_t n, DataType t, int root) {
+  return state_->submit(make(Collective::kScatter, s, r, n, t, RedOp::kSum, root));
 }
 Request Communicator::sendAsync(const void* b, size_t n, DataType t, int peer, int tag) {
   return state_->submit(make(Collective::kSend, b, nullptr, n, t, RedOp::kSum, peer, tag));

@@ -7,12 +7,64 @@
 
 namespace braid::comm {
 
+namespace {
+
+bool anyNonZero(const std::vector<size_t>& counts) {
+  return std::any_of(counts.begin(), counts.end(), [](size_t c) { return c != 0; });
+}
+
+// allToAllv's layout checks (validateOp's), and its buffers' extents.
+void validateLayout(const OpDesc& d, int rank, int size, size_t* inCount, size_t* outCount) {
+  const char* name = collectiveName(d.coll);
+  BRAID_ENFORCE(d.layout != nullptr, ErrorCode::kInvalidUsage, "rank {}: {}: no counts given",
+                rank, name);
+  const PeerLayout& l = *d.layout;
+  for (const auto* v : {&l.sendCounts, &l.sendDispls, &l.recvCounts, &l.recvDispls}) {
+    BRAID_ENFORCE(v->size() == size_t(size), ErrorCode::kInvalidUsage,
+                  "rank {}: {}: {} counts or displacements given for {} ranks", rank, name,
+                  v->size(), size);
+  }
+  BRAID_ENFORCE(layoutExtents(l, inCount, outCount), ErrorCode::kInvalidUsage,
+                "rank {}: {}: a block's end (displacement + count) overflows", rank, name);
+  BRAID_ENFORCE(l.sendCounts[rank] == l.recvCounts[rank], ErrorCode::kInvalidUsage,
+                "rank {}: {}: sends {} elements to itself but receives {} from itself", rank,
+                name, l.sendCounts[rank], l.recvCounts[rank]);
+  if (d.input == d.output && d.input != nullptr) {
+    BRAID_ENFORCE(l.sendCounts == l.recvCounts && l.sendDispls == l.recvDispls,
+                  ErrorCode::kInvalidUsage,
+                  "rank {}: {} in place (send == recv) of {} elements: send and receive counts "
+                  "and displacements must be equal (MPI_IN_PLACE uses the receive ones)",
+                  rank, name, *outCount);
+  }
+}
+
+}  // namespace
+
+bool layoutExtents(const PeerLayout& layout, size_t* inCount, size_t* outCount) {
+  auto extent = [](const std::vector<size_t>& counts, const std::vector<size_t>& displs,
+                   size_t* end) {
+    *end = 0;
+    for (size_t q = 0; q < counts.size() && q < displs.size(); ++q) {
+      size_t e;
+      if (__builtin_add_overflow(displs[q], counts[q], &e)) return false;
+      if (counts[q] != 0) *end = std::max(*end, e);
+    }
+    return true;
+  };
+  return extent(layout.sendCounts, layout.sendDispls, inCount) &&
+         extent(layout.recvCounts, layout.recvDispls, outCount);
+}
+
 bool readsInput(const OpDesc& d, int rank) {
-  return d.coll != Collective::kRecv && (d.coll != Collective::kBroadcast || rank == d.root);
+  if (d.coll == Collective::kAllToAllv) return d.layout && anyNonZero(d.layout->sendCounts);
+  const bool rootSends = d.coll == Collective::kBroadcast || d.coll == Collective::kScatter;
+  return d.coll != Collective::kRecv && (!rootSends || rank == d.root);
 }
 
 bool writesOutput(const OpDesc& d, int rank) {
-  return d.coll != Collective::kSend && (d.coll != Collective::kReduce || rank == d.root);
+  if (d.coll == Collective::kAllToAllv) return d.layout && anyNonZero(d.layout->recvCounts);
+  const bool rootReceives = d.coll == Collective::kReduce || d.coll == Collective::kGather;
+  return d.coll != Collective::kSend && (!rootReceives || rank == d.root);
 }
 
 void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* outBytes) {
@@ -26,16 +78,19 @@ void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* ou
   const size_t elem = dataTypeSize(d.dtype);
   size_t inCount, outCount, scratch;
   *inBytes = *outBytes = 0;
-  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
+  if (d.coll == Collective::kAllToAllv) {
+    validateLayout(d, rank, size, &inCount, &outCount);
+  } else {
+    bufferCounts(d.coll, d.count, size, &inCount, &outCount);
+  }
   BRAID_ENFORCE(!__builtin_mul_overflow(d.count, size_t(size), &scratch) &&
                     !__builtin_mul_overflow(inCount, elem, inBytes) &&
                     !__builtin_mul_overflow(outCount, elem, outBytes) &&
                     *inBytes < (size_t(1) << 62) && *outBytes < (size_t(1) << 62),
                 ErrorCode::kInvalidUsage, "rank {}: {}: count {} of {} overflows the byte size",
                 rank, name, d.count, dataTypeName(d.dtype));
-  const bool rooted = d.coll == Collective::kBroadcast || d.coll == Collective::kReduce;
-  const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;
-  if (rooted) {
+  const bool p2p = isPointToPoint(d.coll);
+  if (isRooted(d.coll)) {
     BRAID_ENFORCE(d.root >= 0 && d.root < size, ErrorCode::kInvalidUsage,
                   "rank {}: {}: root {} is outside 0..{}", rank, name, d.root, size - 1);
   }
@@ -52,7 +107,7 @@ void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* ou
 }
 
 void requireNoOverlap(const OpDesc& d, int rank, size_t inBytes, size_t outBytes) {
-  if (d.count == 0 || d.coll == Collective::kSend || d.coll == Collective::kRecv) return;
+  if (inBytes == 0 || outBytes == 0 || isPointToPoint(d.coll)) return;
   if (!readsInput(d, rank) || !writesOutput(d, rank)) return;
   if (isInPlace(d.coll, d.input, d.output, d.count, rank, dataTypeSize(d.dtype))) return;
   BRAID_ENFORCE(!overlaps(d.input, inBytes, d.output, outBytes), ErrorCode::kInvalidUsage,
@@ -90,7 +145,15 @@ Plan planOp(const OpDesc& d, int rank, int size, const TunerConfig& tuner, size_
   args.header.count = d.count;
   args.header.pieceBytes = static_cast<uint32_t>(slotBytes);
   size_t inCount, outCount;
-  bufferCounts(d.coll, d.count, size, &inCount, &outCount);
+  if (d.coll == Collective::kAllToAllv) {
+    layoutExtents(*d.layout, &inCount, &outCount);
+    // Ranks send different amounts: the header carries no count (each message's size is
+    // checked against what the receiver expects from that peer), errors name this rank's.
+    args.header.count = 0;
+    args.describedBytes = d.count * elem;
+  } else {
+    bufferCounts(d.coll, d.count, size, &inCount, &outCount);
+  }
   args.streamOutput = outCount * elem >= streamBytes;
   plan.inBytes = inCount * elem;
   if (d.coll == Collective::kSend || d.coll == Collective::kRecv) {
@@ -135,9 +198,12 @@ Plan planOp(const OpDesc& d, int rank, int size, const TunerConfig& tuner, size_
   spec.lanes = choice.lanes;
   spec.root = std::max(d.root, 0);
   spec.inPlace = isInPlace(d.coll, d.input, d.output, d.count, rank, elem);
+  if (d.coll == Collective::kAllToAllv) {
+    spec.perPeer = d.layout;
+    spec.count = 1;  // the layout says how much; non-zero so a program is built
+  }
   args.header.family = spec.family;
-  args.header.root =
-      (d.coll == Collective::kBroadcast || d.coll == Collective::kReduce) ? d.root : -1;
+  args.header.root = isRooted(d.coll) ? d.root : -1;
   return plan;
 }
 

@@ -5,10 +5,14 @@
 namespace braid::comm {
 
 Collective shapeOf(Collective coll) {
+  if (coll == Collective::kAllToAllv) return Collective::kAllToAll;
   return isScheduled(coll) ? coll : Collective::kAllReduce;
 }
 
-bool needsCompletionExchange(Collective coll) { return isRooted(coll); }
+int completionExchanges(Collective coll) {
+  if (coll == Collective::kAllToAllv) return 2;
+  return isRooted(coll) ? 1 : 0;
+}
 
 bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
@@ -17,8 +21,12 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
 
 void bufferCounts(Collective coll, size_t count, int size, size_t* in, size_t* out) {
   *in = *out = count;
-  if (coll == Collective::kReduceScatter) *in = count * size;
-  if (coll == Collective::kAllGather) *out = count * size;
+  if (coll == Collective::kReduceScatter || coll == Collective::kScatter ||
+      coll == Collective::kAllToAll)
+    *in = count * size;
+  if (coll == Collective::kAllGather || coll == Collective::kGather ||
+      coll == Collective::kAllToAll)
+    *out = count * size;
 }
 
 bool isInPlace(Collective coll, const void* input, const void* output, size_t count, int rank,
@@ -27,8 +35,10 @@ bool isInPlace(Collective coll, const void* input, const void* output, size_t co
   const char* out = static_cast<const char*>(output);
   switch (coll) {
     case Collective::kReduceScatter:
+    case Collective::kScatter:
       return in + rank * count * elemBytes == out;
     case Collective::kAllGather:
+    case Collective::kGather:
       return out + rank * count * elemBytes == in;
     default:
       return in == out;

@@ -118,6 +118,22 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   };
   Decision d;
 
+  if (onlyDirect(shape)) {
+    // All-to-all, gather and scatter have one schedule, the direct family's (pairwise exchange
+    // for all-to-all; lanes per peer, so no per-peer size limit).
+    BRAID_ENFORCE(config.forced == Algorithm::kAuto || config.forced == Algorithm::kOneShot,
+                  ErrorCode::kInvalidUsage,
+                  "algorithm '{}' (BRAID_ALGO) cannot run {}; only oneshot (direct) can",
+                  algorithmName(config.forced), collectiveName(shape));
+    const topology::Prediction p = price(Algorithm::kOneShot, 1, config.slotBytes);
+    d.choice = {Algorithm::kOneShot, 1, config.slotBytes, std::isfinite(p.timeUs) ? p.timeUs : 0};
+    d.reports.push_back({Algorithm::kOneShot, 1, config.slotBytes, p.timeUs, "",
+                         "the only schedule of " + std::string(collectiveName(shape)) + ": " +
+                             p.detail,
+                         true});
+    return d;
+  }
+
   if (config.forced != Algorithm::kAuto) {
     const Algorithm family = config.forced;
     BRAID_ENFORCE(supports(family, shape), ErrorCode::kInvalidUsage,
@@ -251,11 +267,14 @@ std::shared_ptr<const TunerModel> makeTunerModel(topology::ClusterGraph graph) {
 }
 
 size_t modelBytes(Collective shape, size_t inputBytes, int nranks) {
-  return shape == Collective::kAllGather ? inputBytes * nranks : inputBytes;
+  const bool gathers = shape == Collective::kAllGather || shape == Collective::kGather;
+  return gathers ? inputBytes * nranks : inputBytes;
 }
 
 size_t directBytesPerPeer(Collective shape, size_t inputBytes, int nranks) {
-  return shape == Collective::kReduceScatter ? inputBytes / nranks : inputBytes;
+  const bool blocks = shape == Collective::kReduceScatter || shape == Collective::kAllToAll ||
+                      shape == Collective::kScatter;
+  return blocks ? inputBytes / nranks : inputBytes;
 }
 
 Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes) {

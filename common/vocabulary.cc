@@ -38,8 +38,11 @@ constexpr Named<Collective> kCollectives[] = {
     {"allgather", Collective::kAllGather},     {"broadcast", Collective::kBroadcast},
     {"reduce", Collective::kReduce},           {"send", Collective::kSend},
     {"recv", Collective::kRecv},               {"barrier", Collective::kBarrier},
+    {"alltoall", Collective::kAllToAll},       {"alltoallv", Collective::kAllToAllv},
+    {"gather", Collective::kGather},           {"scatter", Collective::kScatter},
     {"all_reduce", Collective::kAllReduce},    {"reduce_scatter", Collective::kReduceScatter},
-    {"all_gather", Collective::kAllGather},
+    {"all_gather", Collective::kAllGather},    {"all_to_all", Collective::kAllToAll},
+    {"all_to_allv", Collective::kAllToAllv},
 };
 
 constexpr Named<Algorithm> kAlgorithms[] = {

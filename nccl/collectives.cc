@@ -3,6 +3,7 @@
 // Communicator, braid's extension) and submits one Op (group.h).
 #include <fmt/format.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -186,6 +187,80 @@ extern "C" ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size
   });
 }
 BRAID_NCCL_ALIAS(ncclAllGather)
+
+namespace {
+
+/// All-to-all, gather and scatter: host buffers only (DeviceCommunicator has none yet). Checks
+/// the root (root >= 0) and the buffers this rank uses (`sendCount`/`recvCount` elements of
+/// comm's rank count and root; 0 where it uses none), then submits post(communicator, type).
+ncclResult_t hostOnly(const char* call, const void* sendbuff, void* recvbuff,
+                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
+                      const std::function<size_t(int size, bool atRoot)>& sendCount,
+                      const std::function<size_t(int size, bool atRoot)>& recvCount,
+                      std::function<Request(Communicator&, DataType)> post) {
+  return guard([&] {
+    Op o = prepare(comm, call, sendbuff, recvbuff, stream);
+    const DataType t = dataTypeOf(datatype, o.call);
+    BRAID_ENFORCE(!o.onDevice, braid::ErrorCode::kInvalidUsage,
+                  "rank {}: {}: device buffers are not implemented by braid for this call (host "
+                  "buffers with stream NULL only)",
+                  o.comm->settings.rank, o.call);
+    if (root >= 0) checkRoot(o, root, "root");
+    const int size = o.comm->settings.size;
+    const bool atRoot = o.comm->settings.rank == root;
+    checkBuffer(o, sendbuff, sendCount(size, atRoot), atRoot ? "sendbuff (root)" : "sendbuff");
+    checkBuffer(o, recvbuff, recvCount(size, atRoot), atRoot ? "recvbuff (root)" : "recvbuff");
+    o.postHost = [post = std::move(post), t](Communicator& c) { return post(c, t); };
+    submit(std::move(o));
+  });
+}
+
+}  // namespace
+
+extern "C" ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclComm_t comm,
+                                     cudaStream_t stream) {
+  auto all = [count](int size, bool) { return count * size_t(size); };
+  return hostOnly("ncclAlltoAll", sendbuff, recvbuff, datatype, -1, comm, stream, all, all,
+                  [=](Communicator& c, DataType t) {
+                    return c.allToAllAsync(sendbuff, recvbuff, count, t);
+                  });
+}
+BRAID_NCCL_ALIAS(ncclAlltoAll)
+
+namespace {
+
+/// Gather (the root receives count elements per rank) or scatter (the root sends them).
+ncclResult_t rooted(bool scatter, const void* sendbuff, void* recvbuff, size_t count,
+                    ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  using Count = std::function<size_t(int, bool)>;
+  const Count own = [count](int, bool) { return count; };
+  const Count rootOnly = [count](int size, bool atRoot) {
+    return atRoot ? count * size_t(size) : 0;
+  };
+  return hostOnly(scatter ? "ncclScatter" : "ncclGather", sendbuff, recvbuff, datatype, root,
+                  comm, stream, scatter ? rootOnly : own, scatter ? own : rootOnly,
+                  [=](Communicator& c, DataType t) {
+                    return scatter ? c.scatterAsync(sendbuff, recvbuff, count, t, root)
+                                   : c.gatherAsync(sendbuff, recvbuff, count, t, root);
+                  });
+}
+
+}  // namespace
+
+extern "C" ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream) {
+  return rooted(false, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+BRAID_NCCL_ALIAS(ncclGather)
+
+extern "C" ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                    ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream) {
+  return rooted(true, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+BRAID_NCCL_ALIAS(ncclScatter)
 
 extern "C" ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                       ncclDataType_t datatype, int root, ncclComm_t comm,

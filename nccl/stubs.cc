@@ -16,11 +16,6 @@ ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, i
 ncclResult_t ncclCommRevoke(ncclComm_t, int);
 ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t);
-ncclResult_t ncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
-ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                        cudaStream_t);
-ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                         cudaStream_t);
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*);
 void ncclResetDebugInit(void);
 }
@@ -48,24 +43,6 @@ extern "C" ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
   return notImplemented("ncclCommWindowDeregister");
 }
 BRAID_NCCL_ALIAS(ncclCommWindowDeregister)
-
-extern "C" ncclResult_t ncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
-                                     cudaStream_t) {
-  return notImplemented("ncclAlltoAll");
-}
-BRAID_NCCL_ALIAS(ncclAlltoAll)
-
-extern "C" ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                                   cudaStream_t) {
-  return notImplemented("ncclGather");
-}
-BRAID_NCCL_ALIAS(ncclGather)
-
-extern "C" ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t,
-                                    cudaStream_t) {
-  return notImplemented("ncclScatter");
-}
-BRAID_NCCL_ALIAS(ncclScatter)
 
 extern "C" ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
   return notImplemented("ncclGroupSimulateEnd");

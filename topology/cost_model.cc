@@ -192,8 +192,12 @@ Prediction CostModel::ring(const Links& links, Collective coll, double s, const 
 
 Prediction CostModel::direct(const Links& links, Collective coll, double s, const Candidate& c) const {
   const int n = ranks();
-  const bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
-  const double perPeer = coll == Collective::kReduceScatter || coll == Collective::kAllGather ? s / n : s;
+  const bool rooted = isRooted(coll);
+  // `s` is the whole buffer; these send each peer its block of it.
+  const bool blocks = coll == Collective::kReduceScatter || coll == Collective::kAllGather ||
+                      coll == Collective::kAllToAll || coll == Collective::kGather ||
+                      coll == Collective::kScatter;
+  const double perPeer = blocks ? s / n : s;
   const double chunk = static_cast<double>(c.chunkBytes);
   const double pieces = std::max(1.0, std::ceil(perPeer / chunk));
   double worstRank = 0, worstNic = 0;

@@ -34,6 +34,15 @@ Counts allGatherCounts(size_t sizeBytes, size_t elemSize, int nranks) {
   return c;
 }
 
+// alltoall: size = count * nranks * elemSize (either buffer); in place at the same address.
+Counts allToAllCounts(size_t sizeBytes, size_t elemSize, int nranks) {
+  Counts c;
+  c.paramCount = sizeBytes / elemSize / nranks;
+  c.sendCount = c.recvCount = c.paramCount * nranks;
+  c.bytes = c.sendCount * elemSize;
+  return c;
+}
+
 double allReduceFactor(int nranks) { return 2.0 * (nranks - 1) / nranks; }
 double gatherScatterFactor(int nranks) { return static_cast<double>(nranks - 1) / nranks; }
 double unitFactor(int) { return 1.0; }
@@ -47,6 +56,14 @@ const CollInfo kAllGather{Collective::kAllGather, "all_gather",       false, fal
 const CollInfo kBroadcast{Collective::kBroadcast, "broadcast", false, true,
                           allReduceCounts,        unitFactor};
 const CollInfo kReduce{Collective::kReduce, "reduce", true, true, allReduceCounts, unitFactor};
+// nccl-tests' alltoall, gather and scatter: busbw = algbw * (n-1)/n, gather's counts as
+// all_gather's, scatter's as reduce_scatter's (the larger buffer is the size).
+const CollInfo kAllToAll{Collective::kAllToAll, "alltoall",         false, false,
+                         allToAllCounts,        gatherScatterFactor};
+const CollInfo kGather{Collective::kGather, "gather", false, true, allGatherCounts,
+                       gatherScatterFactor};
+const CollInfo kScatter{Collective::kScatter, "scatter", false, true, reduceScatterCounts,
+                        gatherScatterFactor};
 
 }  // namespace
 
@@ -62,6 +79,12 @@ const CollInfo& collInfo(Collective kind) {
       return kBroadcast;
     case Collective::kReduce:
       return kReduce;
+    case Collective::kAllToAll:
+      return kAllToAll;
+    case Collective::kGather:
+      return kGather;
+    case Collective::kScatter:
+      return kScatter;
     default:
       break;
   }

@@ -34,8 +34,8 @@ struct CollInfo {
   double (*busFactor)(int nranks);
 };
 
-/// The descriptor of one of allReduce, reduceScatter, allGather, broadcast, reduce; throws
-/// kInvalidUsage for the others.
+/// The descriptor of one of allReduce, reduceScatter, allGather, broadcast, reduce, allToAll,
+/// gather, scatter; throws kInvalidUsage for the others.
 const CollInfo& collInfo(Collective kind);
 
 }  // namespace braid::bench

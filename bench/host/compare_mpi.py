@@ -8,7 +8,8 @@ sharing an L3 cache or apart), each with its number of rounds.
                             [--copy-gbps X] [--extra "-z 1"] [--out results.md]
 
 The bound: every rank must read its input and write its output once (2*S bytes per rank for
-all_reduce), all ranks at once over the aggregate copy bandwidth measured alongside
+all_reduce and alltoall; 2*S in all for gather and scatter), all ranks at once over the
+aggregate copy bandwidth measured alongside
 (micro_kernels memcpy 64 MiB in min(ranks, cores) processes at once, bytes read plus written).
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
@@ -45,6 +46,14 @@ def copy_gbps(build, copiers):
                 # Google Benchmark divides by CPU time; use real time for a wall-clock rate.
                 total += b["bytes_per_second"] * b["cpu_time"] / b["real_time"] / 1e9
     return total
+
+def bound_bytes(bench, size, n):
+    """Bytes the whole job must read plus write at the least for one op of `size` (the bench's
+    size column): all_reduce and alltoall read an input and write an output of `size` on every
+    rank; gather and scatter move `size` once in all (the root's buffer, the others' blocks)."""
+    if bench in ("gather_perf", "scatter_perf"):
+        return 2 * size
+    return 2 * size * n
 
 def placement_of(run, i):
     """The placement class ("same L3", "apart", "n/a") the probe saw before row i of a run."""
@@ -98,9 +107,12 @@ def main():
             data, command = run_once(args, args.build, os.path.join(tmp, f"r{i}.json"))
             runs.append(data)
     n = args.ranks
-    lines = [f"`{command}` x {args.runs}, median per size. Bound: every rank reads its input and "
-             f"writes its output once, all ranks sharing {gbps:.1f} GB/s (memcpy of 64 MiB in "
-             f"{copiers} processes at once, bytes read + written per wall second)."]
+    moved = ("the root's buffer and the others' blocks are read and written once"
+             if args.bench in ("gather_perf", "scatter_perf")
+             else "every rank reads its input and writes its output once")
+    lines = [f"`{command}` x {args.runs}, median per size. Bound: {moved}, all ranks sharing "
+             f"{gbps:.1f} GB/s (memcpy of 64 MiB in {copiers} processes at once, bytes read + "
+             f"written per wall second)."]
     # All rounds, then (ranks 0 and 1 probed: bench/perf/placement.h) the rounds of each
     # placement apart, since the host moves the vCPUs between runs.
     classes = sorted({placement_of(r, i) for r in runs for i in range(len(r["rows"]))} - {"n/a"})
@@ -112,7 +124,7 @@ def main():
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for size, t, bw, mt, mbw, k in median_rows(runs, placement):
             # Each rank reads its input and writes its output once; all ranks share the memory.
-            bound_us = (2 * size * n) / (gbps * 1e9) * 1e6
+            bound_us = bound_bytes(args.bench, size, n) / (gbps * 1e9) * 1e6
             lines.append(f"| {human(size)} | {k} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
                          f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
     report("\n".join(lines), args.out)

@@ -142,6 +142,9 @@ int64_t countWrongTyped(const CheckSpec& s, const void* recv) {
       }
       break;
     }
+    case Collective::kGather:
+      if (s.rank != s.root) return 0;
+      [[fallthrough]];
     case Collective::kAllGather:
       for (size_t j = 0; j < c.recvCount; ++j) {
         int q = static_cast<int>(j / c.sendCount);
@@ -155,6 +158,21 @@ int64_t countWrongTyped(const CheckSpec& s, const void* recv) {
         double expected =
             finalValue<T>(inputValue(s.root, i, s.seed, op, s.nranks), RedOp::kSum, s.nranks);
         wrong += load<T>(recv, i) != expected;
+      }
+      break;
+    case Collective::kAllToAll:  // block q: rank q's block for this rank
+      for (size_t j = 0; j < c.recvCount; ++j) {
+        const int q = static_cast<int>(j / c.paramCount);
+        const uint64_t at = uint64_t(s.rank) * c.paramCount + j % c.paramCount;
+        wrong += load<T>(recv, j) !=
+                 finalValue<T>(inputValue(q, at, s.seed, op, s.nranks), RedOp::kSum, s.nranks);
+      }
+      break;
+    case Collective::kScatter:  // the root's block for this rank
+      for (size_t i = 0; i < c.recvCount; ++i) {
+        const uint64_t at = uint64_t(s.rank) * c.recvCount + i;
+        wrong += load<T>(recv, i) !=
+                 finalValue<T>(inputValue(s.root, at, s.seed, op, s.nranks), RedOp::kSum, s.nranks);
       }
       break;
     default:

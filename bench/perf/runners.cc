@@ -24,6 +24,15 @@ void run(Collective coll, Communicator& comm, const void* send, void* recv, size
     case Collective::kReduce:
       comm.reduce(send, recv, count, type, op, root);
       break;
+    case Collective::kAllToAll:
+      comm.allToAll(send, recv, count, type);
+      break;
+    case Collective::kGather:
+      comm.gather(send, recv, count, type, root);
+      break;
+    case Collective::kScatter:
+      comm.scatter(send, recv, count, type, root);
+      break;
     default:
       fail(ErrorCode::kInvalidUsage, "no bench for {}", collectiveName(coll));
   }
@@ -42,6 +51,12 @@ Request start(Collective coll, Communicator& comm, const void* send, void* recv,
       return comm.broadcastAsync(send, recv, count, type, root);
     case Collective::kReduce:
       return comm.reduceAsync(send, recv, count, type, op, root);
+    case Collective::kAllToAll:
+      return comm.allToAllAsync(send, recv, count, type);
+    case Collective::kGather:
+      return comm.gatherAsync(send, recv, count, type, root);
+    case Collective::kScatter:
+      return comm.scatterAsync(send, recv, count, type, root);
     default:
       fail(ErrorCode::kInvalidUsage, "no bench for {}", collectiveName(coll));
   }
@@ -78,6 +93,12 @@ int benchMain(int argc, char** argv, Collective coll) {
       return benchMain(argc, argv, runner<Collective::kBroadcast>());
     case Collective::kReduce:
       return benchMain(argc, argv, runner<Collective::kReduce>());
+    case Collective::kAllToAll:
+      return benchMain(argc, argv, runner<Collective::kAllToAll>());
+    case Collective::kGather:
+      return benchMain(argc, argv, runner<Collective::kGather>());
+    case Collective::kScatter:
+      return benchMain(argc, argv, runner<Collective::kScatter>());
     default:
       return 2;
   }

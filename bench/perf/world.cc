@@ -101,6 +101,20 @@ void runMpi(const CollInfo& coll, const Counts& c, MPI_Datatype type, MPI_Op op,
       count = static_cast<int>(c.paramCount);
       mpiCheck(MPI_Reduce(send, recv, count, type, op, root, MPI_COMM_WORLD), "MPI_Reduce");
       break;
+    case Collective::kAllToAll:
+      count = static_cast<int>(c.paramCount);
+      mpiCheck(MPI_Alltoall(send, count, type, recv, count, type, MPI_COMM_WORLD), "MPI_Alltoall");
+      break;
+    case Collective::kGather:
+      count = static_cast<int>(c.sendCount);
+      mpiCheck(MPI_Gather(send, count, type, recv, count, type, root, MPI_COMM_WORLD),
+               "MPI_Gather");
+      break;
+    case Collective::kScatter:
+      count = static_cast<int>(c.recvCount);
+      mpiCheck(MPI_Scatter(send, count, type, recv, count, type, root, MPI_COMM_WORLD),
+               "MPI_Scatter");
+      break;
     default:
       fail(ErrorCode::kInvalidUsage, "bench: no MPI baseline for {}", coll.name);
   }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "braid/braid.hpp"
@@ -20,7 +21,9 @@ struct OpDesc {
   Collective coll = Collective::kAllReduce;
   const void* input = nullptr;
   void* output = nullptr;
-  size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter, sendCount allGather)
+  size_t count = 0;  ///< as the API takes it (recvCount for reduceScatter and scatter, sendCount
+                     ///< for allGather and gather, per peer for allToAll); allToAllv: the
+                     ///< elements this rank sends (it runs even at 0: its peers confirm with it)
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
   int root = -1;                   ///< broadcast/reduce root, or the peer of send/recv
@@ -29,14 +32,22 @@ struct OpDesc {
   uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
   uint64_t recorded = 0;           ///< its place in the flight recorder (1-based; 0: none)
   int64_t issuedTick = 0;          ///< readTick() at issue when recorded (0: no time taken)
+  std::shared_ptr<const PeerLayout> layout =
+      nullptr;  ///< allToAllv: this rank's counts and displacements
 };
+
+/// allToAllv's buffer extents in elements (the furthest end of any block; 0 when all counts are
+/// 0). False when an end overflows.
+bool layoutExtents(const PeerLayout& layout, size_t* inCount, size_t* outCount);
 
 /// Whether this rank reads its input / writes its output for `d`.
 bool readsInput(const OpDesc& d, int rank);
 bool writesOutput(const OpDesc& d, int rank);
 
-/// The checks of every call: data type, reduction op, byte size overflow, root or peer. Sets the
-/// buffers' byte sizes. Throws kInvalidUsage naming rank, collective and size; touches nothing.
+/// The checks of every call: data type, reduction op, byte size overflow, root or peer, and
+/// allToAllv's layout (one entry per rank, the own block's send and receive counts equal, in
+/// place only with equal send and receive layouts). Sets the buffers' byte sizes. Throws
+/// kInvalidUsage naming rank, collective and size; touches nothing.
 void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* outBytes);
 /// Throws kInvalidUsage when this rank's send and receive buffers (both used, not null) overlap
 /// without being in place. After the caller's own buffer checks.

@@ -61,8 +61,10 @@ char* ProgramRunner::address(Buf buf, size_t elemOffset, const Cursor& c) const 
 std::string ProgramRunner::what(const ExecArgs& args) const {
   OpHeader called = args.header;
   called.coll = args.called;
-  return fmt::format("{} of {} bytes{}", describeHeader(called),
-                     args.header.count * dataTypeSize(args.dtype), engine_.where());
+  const size_t bytes = args.describedBytes != SIZE_MAX
+                          ? args.describedBytes
+                          : args.header.count * dataTypeSize(args.dtype);
+  return fmt::format("{} of {} bytes{}", describeHeader(called), bytes, engine_.where());
 }
 
 void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes,

@@ -36,6 +36,9 @@ struct ExecArgs {
   Collective called = Collective::kAllReduce;  ///< what the user called (recv's header says send)
   /// Point-to-point runs: collectives issued before this op (probes numbered below are stale).
   uint64_t collectivesBefore = 0;
+  /// The op's size in errors where the header's count does not give it (allToAllv: the bytes
+  /// this rank sends); SIZE_MAX: header count x element size.
+  size_t describedBytes = SIZE_MAX;
 };
 
 /// One piece of one step, everything it needs already there (received slots, a free slot to

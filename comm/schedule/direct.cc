@@ -1,7 +1,11 @@
 // Direct ("one-shot") schedules: each rank sends what every other rank needs straight to it, then
 // receives and reduces all of it in one pass. One exchange: the latency-optimal choice for small
 // buffers. One lane: the sends come first, so in-place buffers are read before they are written.
+// Gather and scatter: the root receives from (sends to) every other rank, one lane per peer so
+// every peer streams at once whatever the size; all-to-all is the pairwise exchange
+// (pairwise.cc).
 #include "comm/schedule/generators.h"
+#include "common/error.h"
 
 namespace braid::comm {
 namespace {
@@ -14,11 +18,13 @@ Step make(Prim prim, int recvPeer, int sendPeer, BufRange src, BufRange dst, siz
 }  // namespace
 
 RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
+  if (spec.shape == Collective::kAllToAll) return buildPairwise(spec, rank);
   const int n = spec.nranks;
   const size_t count = spec.count;
   RankProgram program;
   program.lanes.resize(1);
   auto& steps = program.lanes[0].steps;
+  std::vector<Lane> perPeer;  // gather's and scatter's root: one lane per other rank
   auto others = [&](auto&& fn) {
     for (int k = 1; k < n; ++k) fn((rank + k) % n);
   };
@@ -57,7 +63,36 @@ RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
         steps.push_back(make(Prim::kSend, -1, spec.root, in(0), {}, count));
       }
       break;
+    case Collective::kGather:
+      if (rank != spec.root) {
+        steps.push_back(make(Prim::kSend, -1, spec.root, in(0), {}, count));
+        break;
+      }
+      if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(0), out(rank * count), count));
+      others([&](int q) {
+        perPeer.push_back(Lane{{make(Prim::kRecv, q, -1, {}, out(q * count), count)}});
+      });
+      break;
+    case Collective::kScatter:
+      if (rank != spec.root) {
+        steps.push_back(make(Prim::kRecv, spec.root, -1, {}, out(0), count));
+        break;
+      }
+      if (!spec.inPlace) steps.push_back(make(Prim::kCopy, -1, -1, in(rank * count), out(0), count));
+      others([&](int q) {
+        perPeer.push_back(Lane{{make(Prim::kSend, -1, q, in(q * count), {}, count)}});
+      });
+      break;
+    default:
+      fail(ErrorCode::kInvalidUsage, "direct: no schedule for {}", collectiveName(spec.shape));
   }
+  if (perPeer.empty()) {
+    if (steps.empty()) program.lanes.clear();  // in place on one rank: nothing to do
+    return program;
+  }
+  // The root's own block (lane 0) after the peers' lanes: they start first.
+  if (!steps.empty()) perPeer.push_back(std::move(program.lanes[0]));
+  program.lanes = std::move(perPeer);
   return program;
 }
 

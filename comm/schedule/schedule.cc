@@ -46,11 +46,15 @@ bool primWrites(Prim prim) {
 }
 
 size_t inputCount(const ScheduleSpec& spec) {
-  return spec.shape == Collective::kReduceScatter ? spec.count * spec.nranks : spec.count;
+  const bool blocks = spec.shape == Collective::kReduceScatter ||
+                      spec.shape == Collective::kAllToAll || spec.shape == Collective::kScatter;
+  return blocks ? spec.count * spec.nranks : spec.count;
 }
 
 size_t outputCount(const ScheduleSpec& spec) {
-  return spec.shape == Collective::kAllGather ? spec.count * spec.nranks : spec.count;
+  const bool blocks = spec.shape == Collective::kAllGather ||
+                      spec.shape == Collective::kAllToAll || spec.shape == Collective::kGather;
+  return blocks ? spec.count * spec.nranks : spec.count;
 }
 
 bool familySupports(Algorithm family, Collective shape) {
@@ -59,7 +63,7 @@ bool familySupports(Algorithm family, Collective shape) {
       return shape == Collective::kAllReduce || shape == Collective::kReduceScatter ||
              shape == Collective::kAllGather;
     case Algorithm::kOneShot:
-      return true;
+      return isScheduled(shape);
     case Algorithm::kChain:
       return shape == Collective::kBroadcast || shape == Collective::kReduce;
     case Algorithm::kTree:

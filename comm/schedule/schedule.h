@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,12 +65,19 @@ struct RankProgram {
 // What is computed is a braid::Collective (isScheduled ones) and how, a braid::Algorithm other
 // than kAuto (braid/types.hpp).
 
+/// All-to-all with per-peer splits (allToAllv): this rank's counts and displacements, in
+/// elements, one entry per rank (its own included). Each rank knows only its own row.
+struct PeerLayout {
+  std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+};
+
 struct ScheduleSpec {
   Collective shape = Collective::kAllReduce;
   Algorithm family = Algorithm::kRing;
   int nranks = 1;
-  size_t count = 0;  ///< allreduce/broadcast/reduce: buffer elements; reduceScatter: recv count
-                     ///< per rank; allGather: send count per rank
+  size_t count = 0;  ///< allreduce/broadcast/reduce: buffer elements; reduceScatter/scatter: recv
+                     ///< count per rank; allGather/gather: send count per rank; allToAll:
+                     ///< elements per peer; allToAll with perPeer: any non-zero value
   int root = 0;
   int lanes = 1;  ///< parallel lanes (channels) to spread the buffer over
   bool inPlace = false;
@@ -77,6 +85,9 @@ struct ScheduleSpec {
                              ///< proceed in rounds of one piece per chunk, so every rank runs at
                              ///< most one slot ahead of its neighbour (no deadlock with K >= 2)
   std::vector<int> nodeOf;   ///< node id per rank (hier groups ranks by it); empty = one node
+  /// allToAll only: per-peer splits of the rank the program is built for (null: equal blocks of
+  /// `count`). Programs built from it are that rank's alone (never cached by spec).
+  std::shared_ptr<const PeerLayout> perPeer = nullptr;
 };
 
 /// Piece i of a step of `count` elements cut into pieces of at most `perPiece` elements.

@@ -80,14 +80,14 @@ class Simulator {
         v.index = static_cast<int64_t>(i);
         return v;
       };
-      if (spec_.inPlace && spec_.shape == Collective::kAllGather) {
+      if (spec_.inPlace && inputIsOutputBlock()) {
         rs.output.assign(outCount, garbage);
         for (size_t i = 0; i < spec_.count; ++i) rs.output[r * spec_.count + i] = element(i);
       } else {
         for (size_t i = 0; i < inCount; ++i) rs.input.push_back(element(i));
         if (!spec_.inPlace) rs.output.assign(outCount, garbage);
       }
-      if (spec_.inPlace && spec_.shape == Collective::kReduceScatter) rs.outputBase = r * spec_.count;
+      if (spec_.inPlace && outputIsInputBlock()) rs.outputBase = r * spec_.count;
       rs.step.assign(rs.program.lanes.size(), 0);
       rs.piece.assign(rs.program.lanes.size(), 0);
     }
@@ -124,10 +124,18 @@ class Simulator {
   Sym& at(int r, Buf buf, size_t i) {
     RankState& rs = ranks_[r];
     if (!rs.inPlace) return buf == Buf::kInput ? rs.input.at(i) : rs.output.at(i);
-    if (spec_.shape == Collective::kAllGather) {
+    if (inputIsOutputBlock()) {
       return buf == Buf::kInput ? rs.output.at(r * spec_.count + i) : rs.output.at(i);
     }
     return buf == Buf::kInput ? rs.input.at(i) : rs.input.at(rs.outputBase + i);
+  }
+  // In place, all-gather's and gather's input is the rank's block of the output; reduce-scatter's
+  // and scatter's output is the rank's block of the input; the others' output is the input.
+  bool inputIsOutputBlock() const {
+    return spec_.shape == Collective::kAllGather || spec_.shape == Collective::kGather;
+  }
+  bool outputIsInputBlock() const {
+    return spec_.shape == Collective::kReduceScatter || spec_.shape == Collective::kScatter;
   }
   size_t bufSize(int r, Buf buf) const {
     return buf == Buf::kInput ? inputCount(spec_) : outputCount(spec_);
@@ -271,7 +279,8 @@ class Simulator {
     const int n = spec_.nranks;
     const size_t outCount = outputCount(spec_);
     for (int r = 0; r < n; ++r) {
-      bool hasResult = !(spec_.shape == Collective::kReduce && r != spec_.root);
+      const bool rootOnly = spec_.shape == Collective::kReduce || spec_.shape == Collective::kGather;
+      const bool hasResult = !(rootOnly && r != spec_.root);
       if (!hasResult) continue;
       for (size_t i = 0; i < outCount; ++i) {
         Sym want;
@@ -289,12 +298,23 @@ class Simulator {
             want.index = static_cast<int64_t>(r * spec_.count + i);
             break;
           case Collective::kAllGather:
+          case Collective::kGather:
             want.counts[i / spec_.count] = 1;
             want.index = static_cast<int64_t>(i % spec_.count);
             break;
           case Collective::kBroadcast:
             want.counts[spec_.root] = 1;
             break;
+          case Collective::kAllToAll:  // rank q's block for r
+            want.counts[i / spec_.count] = 1;
+            want.index = static_cast<int64_t>(r * spec_.count + i % spec_.count);
+            break;
+          case Collective::kScatter:  // the root's block for r
+            want.counts[spec_.root] = 1;
+            want.index = static_cast<int64_t>(r * spec_.count + i);
+            break;
+          default:
+            return fmt::format("no expected result for {}", collectiveName(spec_.shape));
         }
         const Sym& got = at(r, Buf::kOutput, i);
         if (got.garbage || got.counts != want.counts || got.finalized != want.finalized ||

@@ -88,6 +88,21 @@ braidResult_t braidBroadcast(const void* sendbuf, void* recvbuf, size_t count, b
                              int root, braidComm_t comm);
 braidResult_t braidReduce(const void* sendbuf, void* recvbuf, size_t count, braidDataType_t type,
                           braidRedOp_t op, int root, braidComm_t comm);
+/* Block q of sendbuf (count elements at sendbuf + q*count) to rank q; rank q's block for this
+ * rank lands at recvbuf + q*count. In place when sendbuf == recvbuf. */
+braidResult_t braidAllToAll(const void* sendbuf, void* recvbuf, size_t count, braidDataType_t type,
+                            braidComm_t comm);
+/* Per-peer splits in elements, one entry per rank in each array (copied during the call); in
+ * place when sendbuf == recvbuf with equal send and receive arrays, as MPI_IN_PLACE. */
+braidResult_t braidAllToAllv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls,
+                             void* recvbuf, const size_t* recvcounts, const size_t* rdispls,
+                             braidDataType_t type, braidComm_t comm);
+/* Every rank's sendcount elements to root's recvbuf, rank q's at recvbuf + q*sendcount. */
+braidResult_t braidGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                          braidDataType_t type, int root, braidComm_t comm);
+/* Root's block q (recvcount elements at sendbuf + q*recvcount) to rank q's recvbuf. */
+braidResult_t braidScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                           braidDataType_t type, int root, braidComm_t comm);
 braidResult_t braidSend(const void* buf, size_t count, braidDataType_t type, int peer,
                         braidComm_t comm);
 braidResult_t braidRecv(void* buf, size_t count, braidDataType_t type, int peer, braidComm_t comm);

@@ -104,6 +104,26 @@ class Communicator {
   void allGather(const void* send, void* recv, size_t sendCount, DataType type);
   void broadcast(const void* send, void* recv, size_t count, DataType type, int root);
   void reduce(const void* send, void* recv, size_t count, DataType type, RedOp op, int root);
+  /// Block q (count elements at send + q*count) goes to rank q, whose block from this rank lands
+  /// at recv + rank*count; both buffers hold size()*count elements. In place when send == recv
+  /// (MPI_IN_PLACE: each block is replaced by the peer's).
+  void allToAll(const void* send, void* recv, size_t count, DataType type);
+  /// Per-peer splits, in elements, size() entries each: sendCounts[q] elements at
+  /// send + sendDispls[q] go to rank q, recvCounts[q] from rank q land at recv + recvDispls[q].
+  /// The counts of a pair must agree (this rank's sendCounts[q] is q's recvCounts[rank]);
+  /// receive blocks must not overlap. In place when send == recv, which needs equal send and
+  /// receive counts and displacements (MPI_IN_PLACE uses the receive ones for both). The arrays
+  /// are copied: they need not outlive the call.
+  void allToAllv(const void* send, const size_t* sendCounts, const size_t* sendDispls, void* recv,
+                 const size_t* recvCounts, const size_t* recvDispls, DataType type);
+  /// Every rank's sendCount elements to the root, rank q's at recv + q*sendCount (recv: the
+  /// root's, size()*sendCount elements; unused elsewhere). In place at the root when
+  /// send == recv + root*sendCount*elemsize (its own block already there, as MPI_IN_PLACE).
+  void gather(const void* send, void* recv, size_t sendCount, DataType type, int root);
+  /// The root's block q (recvCount elements at send + q*recvCount) to rank q's recv (send: the
+  /// root's, size()*recvCount elements; unused elsewhere). In place at the root when
+  /// recv == send + root*recvCount*elemsize (its own block stays, as MPI_IN_PLACE).
+  void scatter(const void* send, void* recv, size_t recvCount, DataType type, int root);
   /// Point-to-point: the n-th recv from a peer meets the peer's n-th send to this rank (posting
   /// order, as MPI without wildcards and NCCL), and their `tag`s (0..2^31-1) must agree: a
   /// difference fails both with kMismatch naming the two tags (tags check, they do not reorder).
@@ -119,6 +139,12 @@ class Communicator {
   Request broadcastAsync(const void* send, void* recv, size_t count, DataType type, int root);
   Request reduceAsync(const void* send, void* recv, size_t count, DataType type, RedOp op,
                       int root);
+  Request allToAllAsync(const void* send, void* recv, size_t count, DataType type);
+  Request allToAllvAsync(const void* send, const size_t* sendCounts, const size_t* sendDispls,
+                         void* recv, const size_t* recvCounts, const size_t* recvDispls,
+                         DataType type);
+  Request gatherAsync(const void* send, void* recv, size_t sendCount, DataType type, int root);
+  Request scatterAsync(const void* send, void* recv, size_t recvCount, DataType type, int root);
   Request sendAsync(const void* buf, size_t count, DataType type, int peer, int tag = 0);
   Request recvAsync(void* buf, size_t count, DataType type, int peer, int tag = 0);
   Request barrierAsync();

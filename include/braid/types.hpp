@@ -64,6 +64,10 @@ enum class Collective : uint8_t {
   kSend = 6,
   kRecv = 7,
   kBarrier = 8,
+  kAllToAll = 9,    ///< equal splits: block q of every rank's input goes to rank q
+  kAllToAllv = 10,  ///< per-peer counts and displacements (runs all-to-all's schedule shape)
+  kGather = 11,     ///< every rank's input to the root, in rank order
+  kScatter = 12,    ///< block q of the root's input to rank q
 };
 
 /// Collective algorithms. kAuto lets the tuner choose (BRAID_ALGO overrides it); the others name
@@ -81,11 +85,19 @@ enum class Algorithm : uint8_t {
 constexpr bool isScheduled(Collective coll) {
   return coll == Collective::kAllReduce || coll == Collective::kReduceScatter ||
          coll == Collective::kAllGather || coll == Collective::kBroadcast ||
-         coll == Collective::kReduce;
+         coll == Collective::kReduce || coll == Collective::kAllToAll ||
+         coll == Collective::kGather || coll == Collective::kScatter;
 }
-/// Broadcast and reduce: a root rank.
+/// Broadcast, reduce, gather and scatter: a root rank.
 constexpr bool isRooted(Collective coll) {
-  return coll == Collective::kBroadcast || coll == Collective::kReduce;
+  return coll == Collective::kBroadcast || coll == Collective::kReduce ||
+         coll == Collective::kGather || coll == Collective::kScatter;
+}
+/// The collectives that move blocks between ranks without reducing and that only the direct
+/// family runs: all-to-all (equal or per-peer splits), gather, scatter.
+constexpr bool onlyDirect(Collective coll) {
+  return coll == Collective::kAllToAll || coll == Collective::kAllToAllv ||
+         coll == Collective::kGather || coll == Collective::kScatter;
 }
 /// The collectives that apply a reduction op.
 constexpr bool reduces(Collective coll) {
@@ -145,7 +157,8 @@ const char* redOpName(RedOp op);
 /// returns false on an unknown name.
 bool parseDataType(const char* name, DataType* out);
 bool parseRedOp(const char* name, RedOp* out);
-/// allreduce reducescatter allgather broadcast reduce send recv barrier.
+/// allreduce reducescatter allgather broadcast reduce send recv barrier alltoall alltoallv gather
+/// scatter.
 const char* collectiveName(Collective coll);
 /// auto ring oneshot chain tree hier (BRAID_ALGO's names; "direct" is parsed as oneshot).
 const char* algorithmName(Algorithm algo);

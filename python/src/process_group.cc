@@ -99,6 +99,62 @@ void checkSameKind(const at::Tensor& tensor, const at::Tensor& like, const char*
               tensor.device(), " but the input on ", like.device());
 }
 
+// allToAllv's counts and displacements in elements, one block per rank in rank order.
+struct Splits {
+  std::vector<size_t> counts, displs;
+  void add(size_t n) {
+    displs.push_back(total());
+    counts.push_back(n);
+  }
+  size_t total() const { return counts.empty() ? 0 : displs.back() + counts.back(); }
+};
+
+// all_to_all_single's split of `tensor` (dim 0): equal when `rows` is empty, else rows[q] rows
+// of dim 0 for rank q.
+Splits splitsOf(const at::Tensor& tensor, const std::vector<int64_t>& rows, int world,
+                const char* opName, const char* which) {
+  Splits splits;
+  const size_t n = count(tensor);
+  if (rows.empty()) {
+    TORCH_CHECK(n % size_t(world) == 0, "braid ", opName, ": the ", which, " has ", n,
+                " elements, not a multiple of the group's ", world, " ranks");
+    for (int q = 0; q < world; ++q) splits.add(n / size_t(world));
+    return splits;
+  }
+  TORCH_CHECK(rows.size() == size_t(world), "braid ", opName, ": ", rows.size(), " ", which,
+              " split sizes for a group of ", world, " ranks");
+  const int64_t dim0 = tensor.dim() == 0 ? 1 : tensor.size(0);
+  const size_t perRow = dim0 == 0 ? 0 : n / size_t(dim0);
+  int64_t sum = 0;
+  for (int64_t r : rows) {
+    TORCH_CHECK(r >= 0, "braid ", opName, ": negative ", which, " split size ", r);
+    sum += r;
+    splits.add(size_t(r) * perRow);
+  }
+  TORCH_CHECK(sum == dim0, "braid ", opName, ": the ", which, " split sizes add up to ", sum,
+              " rows, the tensor has ", dim0);
+  return splits;
+}
+
+// The root's tensor list of gather (outputs) or scatter (inputs): one per rank, each like
+// `like` in kind and size.
+std::vector<at::Tensor>& rootList(std::vector<std::vector<at::Tensor>>& lists,
+                                  const at::Tensor& like, int world, const char* opName,
+                                  const char* which) {
+  TORCH_CHECK(lists.size() == 1, "braid ", opName, " takes one ", which, " list on the root (got ",
+              lists.size(), ")");
+  auto& list = lists[0];
+  TORCH_CHECK(static_cast<int>(list.size()) == world, "braid ", opName, ": the ", which,
+              " list holds ", list.size(), " tensors, the group has ", world, " ranks");
+  const std::string each = std::string("an ") + which + " tensor";
+  for (const auto& t : list) {
+    checkSameKind(t, like, opName, each.c_str());
+    TORCH_CHECK(t.numel() == like.numel(), "braid ", opName, ": ", each, " has ", t.numel(),
+                " elements, this rank's ", like.numel());
+  }
+  return list;
+}
+
 }  // namespace
 
 BraidProcessGroup::BraidProcessGroup(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
@@ -188,7 +244,8 @@ void BraidProcessGroup::unsupported(const char* opName) {
                               "_allgather_base, allgather_coalesced, "
                               "allgather_into_tensor_coalesced, reduce_scatter, "
                               "_reduce_scatter_base, reduce_scatter_tensor_coalesced, gather, "
-                              "scatter, barrier, monitored_barrier, send, recv)");
+                              "scatter, alltoall_base, alltoall, barrier, monitored_barrier, "
+                              "send, recv)");
 }
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::broadcast(
@@ -519,35 +576,24 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::gather(
   auto work = makeWork(OpType::GATHER, kName);
   at::Tensor in = input.contiguous();
   work->keepAlive.push_back(in);
+  at::Tensor gathered;  // the root's: every rank's input in rank order
   if (getRank() != root) {
     TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), "braid ", kName,
                 ": only the root (rank ", root, ") takes output tensors");
-    work->requests.push_back(
-        submit(kName, [&] { return comm_->sendAsync(in.data_ptr(), count(in), type, root); }));
-    return work;
-  }
-  TORCH_CHECK(outputs.size() == 1, "braid ", kName, " takes one output list on the root (got ",
-              outputs.size(), ")");
-  auto& list = outputs[0];
-  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
-              ": the output list holds ", list.size(), " tensors, the group has ", getSize(),
-              " ranks");
-  for (const auto& out : list) {
-    checkSameKind(out, input, kName, "an output tensor");
-    TORCH_CHECK(out.numel() == input.numel(), "braid ", kName, ": an output tensor has ",
-                out.numel(), " elements, the input ", input.numel());
-  }
-  // The root receives from each rank in rank order; its own piece is a copy.
-  for (int r = 0; r < getSize(); ++r) {
-    if (r == root) {
-      work->copyOut.emplace_back(list[r], in.view_as(list[r]));
-      continue;
+  } else {
+    auto& list = rootList(outputs, input, getSize(), kName, "output");
+    gathered = at::empty({getSize() * input.numel()}, input.options());
+    work->keepAlive.push_back(gathered);
+    for (int r = 0; r < getSize(); ++r) {
+      work->copyOut.emplace_back(
+          list[r], gathered.narrow(0, int64_t(r) * input.numel(), input.numel()).view_as(list[r]));
     }
-    at::Tensor buf = outputBuffer(*work, list[r]);
-    work->requests.push_back(
-        submit(kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, r); }));
+    work->outputs = list;
   }
-  work->outputs = list;
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->gatherAsync(in.data_ptr(), gathered.defined() ? gathered.data_ptr() : nullptr,
+                              count(in), type, root);
+  }));
   return work;
 }
 
@@ -562,36 +608,22 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::scatter(
   const DataType type = toDataType(output.scalar_type(), kName);
   auto work = makeWork(OpType::SCATTER, kName);
   work->outputs = {output};
+  at::Tensor flat;  // the root's: every rank's piece in rank order
   if (getRank() != root) {
     TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), "braid ", kName,
                 ": only the root (rank ", root, ") takes input tensors");
-    at::Tensor buf = outputBuffer(*work, output);
-    work->requests.push_back(
-        submit(kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, root); }));
-    return work;
+  } else {
+    auto& list = rootList(inputs, output, getSize(), kName, "input");
+    std::vector<at::Tensor> flatViews;
+    for (const auto& in : list) flatViews.push_back(in.reshape({-1}));
+    flat = at::cat(flatViews);
+    work->keepAlive.push_back(flat);
   }
-  TORCH_CHECK(inputs.size() == 1, "braid ", kName, " takes one input list on the root (got ",
-              inputs.size(), ")");
-  auto& list = inputs[0];
-  TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
-              ": the input list holds ", list.size(), " tensors, the group has ", getSize(),
-              " ranks");
-  for (const auto& in : list) {
-    checkSameKind(in, output, kName, "an input tensor");
-    TORCH_CHECK(in.numel() == output.numel(), "braid ", kName, ": an input tensor has ", in.numel(),
-                " elements, the output ", output.numel());
-  }
-  // The root sends to each rank in rank order; its own piece is a copy.
-  for (int r = 0; r < getSize(); ++r) {
-    at::Tensor in = list[r].contiguous();
-    work->keepAlive.push_back(in);
-    if (r == root) {
-      work->copyOut.emplace_back(output, in.view_as(output));
-      continue;
-    }
-    work->requests.push_back(
-        submit(kName, [&] { return comm_->sendAsync(in.data_ptr(), count(in), type, r); }));
-  }
+  at::Tensor buf = outputBuffer(*work, output);
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->scatterAsync(flat.defined() ? flat.data_ptr() : nullptr, buf.data_ptr(),
+                               count(buf), type, root);
+  }));
   return work;
 }
 
@@ -726,17 +758,66 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recv(std::vector<at::Tensor>
   return work;
 }
 
-c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall_base(at::Tensor&, at::Tensor&,
-                                                                  std::vector<int64_t>&,
-                                                                  std::vector<int64_t>&,
-                                                                  const ::c10d::AllToAllOptions&) {
-  unsupported("alltoall_base (all_to_all_single)");
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
+    std::vector<int64_t>& inputSplits, const ::c10d::AllToAllOptions&) {
+  constexpr const char* kName = "alltoall_base";
+  checkTensor(input, kName);
+  checkSameKind(output, input, kName, "the output");
+  const DataType type = toDataType(input.scalar_type(), kName);
+  auto work = makeWork(OpType::ALLTOALL_BASE, kName);
+  at::Tensor in = input.contiguous();
+  work->keepAlive.push_back(in);
+  at::Tensor out = outputBuffer(*work, output);
+  // braid copies the counts at the call.
+  const Splits send = splitsOf(in, inputSplits, getSize(), kName, "input");
+  const Splits recv = splitsOf(out, outputSplits, getSize(), kName, "output");
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->allToAllvAsync(in.data_ptr(), send.counts.data(), send.displs.data(),
+                                 out.data_ptr(), recv.counts.data(), recv.displs.data(), type);
+  }));
+  work->outputs = {output};
+  return work;
 }
 
-c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Tensor>&,
-                                                             std::vector<at::Tensor>&,
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Tensor>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
                                                              const ::c10d::AllToAllOptions&) {
-  unsupported("alltoall");
+  constexpr const char* kName = "alltoall";
+  const size_t world = static_cast<size_t>(getSize());
+  TORCH_CHECK(inputs.size() == world && outputs.size() == world, "braid ", kName, ": ",
+              inputs.size(), " input and ", outputs.size(), " output tensors for a group of ",
+              world, " ranks (one each per rank)");
+  checkTensor(inputs[0], kName);
+  for (const auto& t : inputs) checkSameKind(t, inputs[0], kName, "an input tensor");
+  for (const auto& t : outputs) checkSameKind(t, inputs[0], kName, "an output tensor");
+  const DataType type = toDataType(inputs[0].scalar_type(), kName);
+  auto work = makeWork(OpType::ALLTOALL, kName);
+  // Flat send and receive buffers, one block per rank in rank order.
+  std::vector<at::Tensor> flatViews;
+  Splits send, recv;
+  for (size_t q = 0; q < world; ++q) {
+    flatViews.push_back(inputs[q].reshape({-1}));
+    send.add(count(inputs[q]));
+    recv.add(count(outputs[q]));
+  }
+  at::Tensor flatIn = at::cat(flatViews);
+  at::Tensor flatOut = at::empty({static_cast<int64_t>(recv.total())}, inputs[0].options());
+  work->keepAlive.push_back(flatIn);
+  work->keepAlive.push_back(flatOut);
+  for (size_t q = 0; q < world; ++q) {
+    work->copyOut.emplace_back(
+        outputs[q], flatOut.narrow(0, static_cast<int64_t>(recv.displs[q]),
+                                   static_cast<int64_t>(recv.counts[q]))
+                        .view_as(outputs[q]));
+  }
+  work->requests.push_back(submit(kName, [&] {
+    return comm_->allToAllvAsync(flatIn.data_ptr(), send.counts.data(), send.displs.data(),
+                                 flatOut.data_ptr(), recv.counts.data(), recv.displs.data(),
+                                 type);
+  }));
+  work->outputs = outputs;
+  return work;
 }
 
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recvAnysource(std::vector<at::Tensor>&, int) {

@@ -99,8 +99,8 @@ class BraidProcessGroup : public GroupBase {
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const ::c10d::ReduceScatterOptions& opts) BRAID_OVERRIDE_2_15;
 #endif
-  /// gather and scatter run as braid point-to-point messages between the root and each rank
-  /// (the root receives, or sends, in rank order).
+  /// gather and scatter run as braid's gather and scatter (CPU tensors), staged through one
+  /// flat buffer on the root.
   c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const ::c10d::GatherOptions& opts) override;
@@ -130,7 +130,9 @@ class BraidProcessGroup : public GroupBase {
   void shutdown() BRAID_OVERRIDE_2_15;
 #endif
 
-  // Not supported by braid yet: each raises NotImplementedError naming the op.
+  /// all_to_all_single: braid's allToAllv (equal splits of dim 0 when the split lists are
+  /// empty, else rows of dim 0 per rank); all_to_all: the list form, staged through flat
+  /// buffers. CPU tensors.
   c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                  std::vector<int64_t>& outputSplits,
                                                  std::vector<int64_t>& inputSplits,
@@ -138,6 +140,7 @@ class BraidProcessGroup : public GroupBase {
   c10::intrusive_ptr<::c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
                                             std::vector<at::Tensor>& inputs,
                                             const ::c10d::AllToAllOptions& opts) override;
+  // Not supported by braid yet: raises NotImplementedError naming the op.
   c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
                                                  int tag) override;
 

@@ -49,6 +49,67 @@ std::vector<float> input(int rank, size_t count, float base) {
   return v;
 }
 
+// braidAllToAll, braidAllToAllv (uneven: rank r sends r + q + 1 elements to q), braidGather and
+// braidScatter (root 1), and a gather with root 5 refused naming the root. Element values say
+// where they come from: sender * 1000 + position in the sender's buffer.
+bool exchangeCalls(ChildIo& io, braidComm_t comm, int rank, int n) {
+  auto from = [](int sender, size_t at) { return float(sender * 1000 + int(at)); };
+  std::vector<float> in(64);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = from(rank, i);
+  auto expect = [&](const char* what, const std::vector<float>& got, size_t at, float want) {
+    if (got[at] == want) return true;
+    io.say("wrong", fmt::format("{}: element {} is {}, want {}", what, at, got[at], want));
+    return false;
+  };
+  bool good = true;
+  const size_t count = 5;
+  std::vector<float> a2a(count * n, -1.0f);
+  good = ok(io, "braidAllToAll", braidAllToAll(in.data(), a2a.data(), count, braidFloat32, comm)) &&
+         good;
+  for (int q = 0; q < n && good; ++q)
+    for (size_t i = 0; i < count && good; ++i)
+      good = expect("braidAllToAll", a2a, q * count + i, from(q, rank * count + i));
+  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
+  size_t inAt = 0, outAt = 0;
+  for (int q = 0; q < n; ++q) {
+    sc[q] = size_t(rank + q + 1), sd[q] = inAt, inAt += sc[q];
+    rc[q] = size_t(q + rank + 1), rd[q] = outAt, outAt += rc[q];
+  }
+  std::vector<float> v(outAt, -1.0f);
+  good = ok(io, "braidAllToAllv",
+            braidAllToAllv(in.data(), sc.data(), sd.data(), v.data(), rc.data(), rd.data(),
+                           braidFloat32, comm)) &&
+         good;
+  for (int q = 0; q < n && good; ++q) {
+    size_t theirs = 0;  // where q's block for this rank starts in q's buffer
+    for (int p = 0; p < rank; ++p) theirs += size_t(q + p + 1);
+    for (size_t i = 0; i < rc[q] && good; ++i)
+      good = expect("braidAllToAllv", v, rd[q] + i, from(q, theirs + i));
+  }
+  std::vector<float> gathered(count * n, -1.0f), scattered(count, -1.0f);
+  good = ok(io, "braidGather",
+            braidGather(in.data(), gathered.data(), count, braidFloat32, 1, comm)) &&
+         good;
+  for (int q = 0; q < n && good && rank == 1; ++q)
+    for (size_t i = 0; i < count && good; ++i)
+      good = expect("braidGather", gathered, q * count + i, from(q, i));
+  good = ok(io, "braidScatter",
+            braidScatter(in.data(), scattered.data(), count, braidFloat32, 1, comm)) &&
+         good;
+  for (size_t i = 0; i < count && good; ++i)
+    good = expect("braidScatter", scattered, i, from(1, rank * count + i));
+  good = ok(io, "braidGather(root 5)",
+            braidGather(in.data(), gathered.data(), count, braidFloat32, 5, comm),
+            braidInvalidUsage) &&
+         good;
+  const std::string last = braidGetLastError();
+  if (last.find("gather") == std::string::npos || last.find("root 5") == std::string::npos) {
+    io.say("fail", "braidGetLastError() does not name gather's root 5: " + last);
+    good = false;
+  }
+  return good;
+}
+
 TEST(CApi, TwoForkedRanksRunCollectivesAndReportErrors) {
   int idPipe[2];
   ASSERT_EQ(::pipe(idPipe), 0);
@@ -100,6 +161,7 @@ TEST(CApi, TwoForkedRanksRunCollectivesAndReportErrors) {
       good = ok(io, "braidRequestFree", braidRequestFree(req)) && good;
       good = checkSum(io, out2, n, 5.0f, "braidAllReduceAsync") && good;
     }
+    good = exchangeCalls(io, comm, rank, n) && good;
     // An error return: root 99 is out of range; nothing touched; message names the problem.
     std::vector<float> keep(count, 3.0f);
     good = ok(io, "braidBroadcast(root 99)",

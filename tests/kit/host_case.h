@@ -24,7 +24,7 @@ struct CollectiveCase {
   RedOp op;
   size_t count;  ///< per the API: recvCount for reduceScatter, sendCount for allGather
   bool inPlace;
-  int root;  ///< broadcast and reduce; ignored by the others
+  int root;  ///< broadcast, reduce, gather and scatter; ignored by the others
   std::string name() const {
     return fmt::format("{} {} {} count={} {} root={}", collectiveName(coll), dataTypeName(type),
                        reduces(coll) ? redOpName(op) : "-", count,
@@ -46,6 +46,12 @@ inline void callCollective(Communicator& comm, Collective coll, const void* send
       return comm.broadcast(send, recv, count, t, root);
     case Collective::kReduce:
       return comm.reduce(send, recv, count, t, op, root);
+    case Collective::kAllToAll:
+      return comm.allToAll(send, recv, count, t);
+    case Collective::kGather:
+      return comm.gather(send, recv, count, t, root);
+    case Collective::kScatter:
+      return comm.scatter(send, recv, count, t, root);
     default:
       ADD_FAILURE() << "callCollective: " << collectiveName(coll) << " is not a scheduled one";
   }
@@ -53,9 +59,9 @@ inline void callCollective(Communicator& comm, Collective coll, const void* send
 
 /// Runs one case on rank r of n through `call(send, recv)` (which runs c.coll with c's count,
 /// type, op and root on whatever API is under test). In place, the data starts where the API
-/// says the result goes (reduceScatter: recv = send + rank's block; allGather: send = recv +
-/// rank's block). Returns "" or what was wrong: rank, case, the first bad element, its bytes and
-/// the reference's.
+/// says the result goes (reduceScatter and scatter: recv = send + rank's block; allGather and
+/// gather: send = recv + rank's block; the others, allToAll too: recv = send). Returns "" or
+/// what was wrong: rank, case, the first bad element, its bytes and the reference's.
 inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
                                const std::function<void(const void*, void*)>& call) {
   const size_t elem = dataTypeSize(c.type);
@@ -68,9 +74,9 @@ inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
   void* recv = out.data();
   if (c.inPlace) {
     const size_t block = size_t(r) * c.count * elem;
-    if (c.coll == Collective::kReduceScatter) {
+    if (c.coll == Collective::kReduceScatter || c.coll == Collective::kScatter) {
       recv = in.data() + block;
-    } else if (c.coll == Collective::kAllGather) {
+    } else if (c.coll == Collective::kAllGather || c.coll == Collective::kGather) {
       std::memcpy(out.data() + block, in.data(), c.count * elem);
       send = out.data() + block;
     } else {
@@ -78,7 +84,7 @@ inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
     }
   }
   call(send, recv);
-  if (c.coll == Collective::kReduce && r != c.root) return "";
+  if (rootOnlyResult(c.coll) && r != c.root) return "";
   const long bad = firstMismatch(recv, want.data(), outCount, elem);
   if (bad < 0) return "";
   uint64_t got = 0, exp = 0;

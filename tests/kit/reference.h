@@ -75,14 +75,27 @@ inline void storeExpected(DataType t, RedOp op, int n, size_t i, void* buf, size
   store(t, buf, j, acc);
 }
 
+/// The collectives that move blocks between ranks (one schedule each, the direct family's).
+constexpr Collective kExchangeCollectives[] = {Collective::kAllToAll, Collective::kGather,
+                                               Collective::kScatter};
+
 /// Elements in the send buffer of `coll` called with the API's `count` (recvCount for
-/// reduceScatter, sendCount for allGather) on n ranks.
+/// reduceScatter and scatter, sendCount for allGather and gather, per peer for allToAll) on n
+/// ranks.
 inline size_t inputCount(Collective coll, size_t count, int n) {
-  return coll == Collective::kReduceScatter ? count * size_t(n) : count;
+  const bool blocks = coll == Collective::kReduceScatter || coll == Collective::kScatter ||
+                      coll == Collective::kAllToAll;
+  return blocks ? count * size_t(n) : count;
 }
 /// Elements in its receive buffer.
 inline size_t outputCount(Collective coll, size_t count, int n) {
-  return coll == Collective::kAllGather ? count * size_t(n) : count;
+  const bool blocks = coll == Collective::kAllGather || coll == Collective::kGather ||
+                      coll == Collective::kAllToAll;
+  return blocks ? count * size_t(n) : count;
+}
+/// Whether only the root's receive buffer is defined after `coll`.
+inline bool rootOnlyResult(Collective coll) {
+  return coll == Collective::kReduce || coll == Collective::kGather;
 }
 /// The op the inputs are made for: the collective's own where it reduces, else sum's data.
 inline RedOp dataOpOf(Collective coll, RedOp op) { return reduces(coll) ? op : RedOp::kSum; }
@@ -97,8 +110,8 @@ inline std::vector<char> rankInput(Collective coll, DataType t, RedOp op, size_t
 }
 
 /// What rank r's receive buffer must hold after `coll` (outputCount elements; a non-root of
-/// reduce gets none: its receive buffer is not defined). Send and recv (point to point) expect
-/// the sender `root`'s input, as broadcast does.
+/// reduce or gather gets none: its receive buffer is not defined). Send and recv (point to
+/// point) expect the sender `root`'s input, as broadcast does.
 inline std::vector<char> expectedOutput(Collective coll, DataType t, RedOp op, size_t count, int n,
                                         int r, int root) {
   const size_t out = outputCount(coll, count, n);
@@ -115,10 +128,23 @@ inline std::vector<char> expectedOutput(Collective coll, DataType t, RedOp op, s
       for (size_t i = 0; i < out; ++i)
         storeExpected(t, op, n, size_t(r) * count + i, want.data(), i);
       break;
+    case Collective::kGather:
+      if (r != root) return {};
+      [[fallthrough]];
     case Collective::kAllGather:
       for (int q = 0; q < n; ++q)
         for (size_t i = 0; i < count; ++i)
           store(t, want.data(), size_t(q) * count + i, inputValue(t, dataOp, q, i));
+      break;
+    case Collective::kAllToAll:  // block q: rank q's block for r
+      for (int q = 0; q < n; ++q)
+        for (size_t i = 0; i < count; ++i)
+          store(t, want.data(), size_t(q) * count + i,
+                inputValue(t, dataOp, q, size_t(r) * count + i));
+      break;
+    case Collective::kScatter:  // the root's block for r
+      for (size_t i = 0; i < out; ++i)
+        store(t, want.data(), i, inputValue(t, dataOp, root, size_t(r) * count + i));
       break;
     default:  // broadcast, send/recv: the root's (sender's) input
       for (size_t i = 0; i < out; ++i) store(t, want.data(), i, inputValue(t, dataOp, root, i));

@@ -1,6 +1,7 @@
 // Every collective through braid's libnccl.so.2 on host buffers (braid's extension), across
 // rank processes, against the test kit's reference: every dtype and op, counts 0, 1 and primes,
-// in place and out of place; PreMulSum; send/recv.
+// in place and out of place (ncclAlltoAll, ncclGather and ncclScatter too); PreMulSum;
+// send/recv.
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -30,6 +31,12 @@ ncclResult_t callNccl(ncclComm_t comm, const CollectiveCase& c, const void* send
       return ncclAllGather(send, recv, c.count, t, comm, nullptr);
     case Collective::kBroadcast:
       return ncclBroadcast(send, recv, c.count, t, c.root, comm, nullptr);
+    case Collective::kAllToAll:
+      return ncclAlltoAll(send, recv, c.count, t, comm, nullptr);
+    case Collective::kGather:
+      return ncclGather(send, recv, c.count, t, c.root, comm, nullptr);
+    case Collective::kScatter:
+      return ncclScatter(send, recv, c.count, t, c.root, comm, nullptr);
     default:
       return ncclReduce(send, recv, c.count, t, op, c.root, comm, nullptr);
   }
@@ -37,8 +44,12 @@ ncclResult_t callNccl(ncclComm_t comm, const CollectiveCase& c, const void* send
 
 std::vector<CollectiveCase> casesFor(int n, const std::vector<DataType>& types,
                                      const std::vector<RedOp>& ops) {
+  std::vector<Collective> colls(std::begin(testing::kScheduledCollectives),
+                                std::end(testing::kScheduledCollectives));
+  colls.insert(colls.end(), std::begin(testing::kExchangeCollectives),
+               std::end(testing::kExchangeCollectives));
   std::vector<CollectiveCase> cases;
-  for (Collective coll : testing::kScheduledCollectives)
+  for (Collective coll : colls)
     for (DataType t : types)
       for (RedOp op : ops) {
         if (!reduces(coll) && op != RedOp::kSum) continue;

@@ -215,12 +215,8 @@ def worker():
         assert time.monotonic() - t0 > 0.2, "barrier returned before rank 0 arrived"
 
     # Unsupported ops: a clear error naming the op, raised before anything runs (gather, scatter,
-    # monitored_barrier and tags: test_ops.py).
-    inp = torch.ones(world * 2)
+    # all-to-all, monitored_barrier and tags: test_ops.py).
     cases = {
-        "alltoall_base": lambda: dist.all_to_all_single(torch.empty_like(inp), inp),
-        "alltoall": lambda: dist.all_to_all([torch.empty(2) for _ in range(world)],
-                                            [torch.ones(2) for _ in range(world)]),
         "recv from any source": lambda: dist.recv(torch.empty(2)),
         "BXOR": lambda: dist.all_reduce(torch.ones(2, dtype=torch.int32), op=R.BXOR),
         "Short": lambda: dist.all_reduce(torch.ones(2, dtype=torch.int16)),

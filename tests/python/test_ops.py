@@ -1,5 +1,6 @@
 """braid_torch's ops beyond test_collectives.py: gather and scatter from every root,
-all_gather_coalesced, monitored_barrier, tags, all_to_all's "not supported yet", the
+all_to_all_single (equal and uneven splits) and all_to_all, all_gather_coalesced,
+monitored_barrier, tags, refused all-to-all splits, the
 device check; under PyTorch 2.x also the registration (extended API, "cpu" and "cuda"), the
 coalescing manager's fast paths (allgather_into_tensor_coalesced,
 reduce_scatter_tensor_coalesced), _abort_process_group and destroy_process_group's shutdown.
@@ -93,6 +94,36 @@ def worker():
         dist.scatter(got, ins, src=root, async_op=True).wait()
         same(got.contiguous(), torch.full((4, 6), float(rank)), f"scatter strided root {root}")
 
+    # all_to_all_single: equal splits and uneven row splits (zeros included), every dtype and
+    # size; all_to_all's list form with uneven shapes; async; checked against Gloo's.
+    for dt in dtypes:
+        for n in SIZES:
+            x = make(dt, n * world, rank, "a2a")
+            got = torch.empty(n * world, dtype=dt)
+            dist.all_to_all_single(got, x)
+            want = torch.cat([make(dt, n * world, r, "a2a")[rank * n:(rank + 1) * n]
+                              for r in range(world)])
+            same(got, want, f"all_to_all_single {dt} n={n}")
+
+    def rows(src, dst):  # rows rank src sends rank dst: uneven, some zero
+        return 0 if (src + 2 * dst) % 3 == 0 else src + 2 * dst + 1
+
+    send_rows = [rows(rank, q) for q in range(world)]
+    recv_rows = [rows(q, rank) for q in range(world)]
+    x = make(torch.float32, sum(send_rows) * 3, rank, "a2av").reshape(-1, 3)
+    got = torch.empty(sum(recv_rows), 3)
+    dist.all_to_all_single(got, x, recv_rows, send_rows)
+    want = torch.empty_like(got)
+    dist.all_to_all_single(want, x, recv_rows, send_rows, group=gloo)
+    same(got, want, "all_to_all_single uneven splits (vs Gloo)")
+    ins = [make(torch.int64, rows(rank, q) * 2, rank, f"a2al{q}").reshape(-1, 2)
+           for q in range(world)]
+    outs = [torch.empty(rows(q, rank), 2, dtype=torch.int64) for q in range(world)]
+    dist.all_to_all(outs, ins, async_op=True).wait()
+    for q in range(world):
+        same(outs[q], make(torch.int64, rows(q, rank) * 2, q, f"a2al{rank}").reshape(-1, 2),
+             f"all_to_all list from {q}")
+
     # all_gather_coalesced: several inputs of different shapes (torch wants one dtype), one call.
     inputs = [make(torch.int64, 10, rank, "c0").reshape(2, 5), make(torch.int64, 7, rank, "c1")]
     # outputs[r] is rank r's list, one tensor per input (torch's documented layout, Gloo's).
@@ -127,14 +158,13 @@ def worker():
         r.wait()
     same(got, torch.full((3,), float(prev)), "tagged isend/irecv")
 
-    # Refused: negative tags, all-to-all, tensors off the CPU.
+    # Refused: negative tags, all-to-all splits that do not fit, tensors off the CPU.
     msgs = [
         refused(lambda: dist.send(torch.ones(2), dst=peer, tag=-7), "tag -7", "send",
                 "negative"),
-        refused(lambda: dist.all_to_all_single(torch.empty(world), torch.ones(world)),
-                "alltoall", "not supported by braid yet"),
-        refused(lambda: dist.all_to_all([torch.empty(1)] * world, [torch.ones(1)] * world),
-                "alltoall", "not supported by braid yet"),
+        refused(lambda: dist.all_to_all_single(torch.empty(world * 2), torch.ones(world * 2),
+                                               [1] * world, [2] * world),
+                "alltoall_base", "split sizes add up to"),
     ]
     if major >= 2:
         # Registered for "cpu" and "cuda" (one braid backend serves both), created through the

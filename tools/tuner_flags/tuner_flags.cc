@@ -52,11 +52,14 @@ size_t bytesFlag(const std::string& flag, const std::string& text) {
 }
 
 std::vector<Collective> collectivesFlag(const std::string& text, bool allowAll) {
-  const char* choices = allowAll ? "all, allreduce, reducescatter, allgather, broadcast or reduce"
-                                 : "allreduce, reducescatter, allgather, broadcast or reduce";
+  const char* choices = allowAll ? "all, allreduce, reducescatter, allgather, broadcast, reduce, "
+                                   "alltoall, gather or scatter"
+                                 : "allreduce, reducescatter, allgather, broadcast, reduce, "
+                                   "alltoall, gather or scatter";
   if (allowAll && text == "all") {
     return {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-            Collective::kBroadcast, Collective::kReduce};
+            Collective::kBroadcast, Collective::kReduce,        Collective::kAllToAll,
+            Collective::kGather,    Collective::kScatter};
   }
   Collective coll;
   BRAID_ENFORCE(parseCollective(text.c_str(), &coll) && isScheduled(coll), ErrorCode::kInvalidUsage,
