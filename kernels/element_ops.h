@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "braid/types.hpp"
@@ -70,6 +71,24 @@ struct ProdOp {
     }
   }
 };
+
+/// x * scalar, the NCCL API's PreMulSum scaling (`scalar`: an element of x's type, as a double).
+/// Floats: the product in double, rounded to T once (for float32 and float64 the same as
+/// multiplying in T: a product of two floats is exact in double). Integers: T's wrapping product
+/// (ProdOp) with the scalar converted to T, clamped to T's range (a 64-bit integer scalar beyond
+/// 2^53 arrives rounded by its trip through double). The 16-bit floats: callers pass float.
+template <typename T>
+BRAID_HOST_DEVICE T scaleElem(T x, double scalar) {
+  if constexpr (std::is_integral_v<T>) {
+    constexpr T kMin = std::numeric_limits<T>::min(), kMax = std::numeric_limits<T>::max();
+    const T k = scalar <= static_cast<double>(kMin)   ? kMin
+                : scalar >= static_cast<double>(kMax) ? kMax
+                                                      : static_cast<T>(scalar);
+    return ProdOp()(x, k);
+  } else {
+    return static_cast<T>(static_cast<double>(x) * scalar);
+  }
+}
 
 /// max(a, b); NaN-propagating for floats (see the file comment).
 struct MaxOp {

@@ -1,4 +1,5 @@
-// CPU element kernels: reduce, fused reduce-copy, multi-input reduce, average finalize, copy.
+// CPU element kernels: reduce, fused reduce-copy, multi-input reduce, average finalize, scale,
+// copy.
 // The one public header of kernels/. Includes nothing of braid's but kernels/types.h.
 //
 // Contract for every function: `count` is in elements of `type`; pointers need no alignment;
@@ -30,6 +31,10 @@ void reduceMany(void* dst, const void* const* srcs, int nsrc, size_t count, Data
 /// dst[i] = src[i] / divisor (the finalize step of kAvg). Floats divide in their own precision
 /// (half types through float32); integers divide with truncation toward zero. dst may alias src.
 void divide(void* dst, const void* src, size_t count, DataType type, uint64_t divisor);
+
+/// dst[i] = src[i] * scalar (the NCCL API's PreMulSum scaling): the product in double, converted
+/// to the element type (half types through float32). dst may alias src.
+void scale(void* dst, const void* src, size_t count, DataType type, double scalar);
 
 /// memcpy that is fast for the sizes collectives move (non-temporal stores for large copies).
 void copy(void* dst, const void* src, size_t bytes);

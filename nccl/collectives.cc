@@ -68,7 +68,7 @@ void checkBuffer(const Op& op, const void* buf, size_t count, const char* which)
 }
 
 /// The reduction a call asks for: a built-in op, or a PreMulSum of this communicator (a sum of
-/// scaled inputs; host buffers only).
+/// scaled inputs).
 struct Reduction {
   RedOp op = RedOp::kSum;
   std::optional<PreMulSum> preMul;
@@ -88,10 +88,11 @@ Reduction reductionOf(const Op& call, ncclRedOp_t op, DataType type) {
                               call.call, int(op), braid::dataTypeName(preMul->type),
                               braid::dataTypeName(type)));
   }
-  BRAID_ENFORCE(!call.onDevice, braid::ErrorCode::kInvalidUsage,
-                "rank {}: {}: PreMulSum on device buffers is not implemented by braid (host "
-                "buffers only)",
-                rank, call.call);
+  if (!call.onDevice && preMul->scalarAt != nullptr && isDeviceMemory(preMul->scalarAt)) {
+    argumentError(fmt::format("rank {}: {}: op {} reads its scalar from device memory, the "
+                              "buffers are host memory (braid's host path cannot read it)",
+                              rank, call.call, int(op)));
+  }
   return {RedOp::kSum, preMul};
 }
 
@@ -120,7 +121,8 @@ extern "C" ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size
     auto input = inputOf(o, r, sendbuff, count, t);
     o.postHost = [=](Communicator& c) { return c.allReduceAsync(input(), recvbuff, count, t, r.op); };
     o.enqueueDevice = [=](DeviceCommunicator& d, CudaStream s) {
-      d.allReduce(sendbuff, recvbuff, count, t, r.op, s);
+      const DeviceInput in(sendbuff, count, t, r.preMul, s.handle);
+      d.allReduce(in.get(), recvbuff, count, t, r.op, s);
     };
     submit(std::move(o));
   });
@@ -142,7 +144,8 @@ extern "C" ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t 
       return c.reduceAsync(input(), recvbuff, count, t, r.op, root);
     };
     o.enqueueDevice = [=](DeviceCommunicator& d, CudaStream s) {
-      d.reduce(sendbuff, recvbuff, count, t, r.op, root, s);
+      const DeviceInput in(sendbuff, count, t, r.preMul, s.handle);
+      d.reduce(in.get(), recvbuff, count, t, r.op, root, s);
     };
     submit(std::move(o));
   });
@@ -164,7 +167,8 @@ extern "C" ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, 
       return c.reduceScatterAsync(input(), recvbuff, recvcount, t, r.op);
     };
     o.enqueueDevice = [=](DeviceCommunicator& d, CudaStream s) {
-      d.reduceScatter(sendbuff, recvbuff, recvcount, t, r.op, s);
+      const DeviceInput in(sendbuff, sendcount, t, r.preMul, s.handle);
+      d.reduceScatter(in.get(), recvbuff, recvcount, t, r.op, s);
     };
     submit(std::move(o));
   });

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "memory.h"
 
 namespace braid::nccl {
@@ -45,6 +46,31 @@ void freeBuffer(void* ptr) {
     fail(ErrorCode::kCudaError, "ncclMemFree({}): cudaFree failed: {}", ptr,
          cudaGetErrorString(err));
   }
+}
+
+void* scaledOnStream(const void* src, size_t count, DataType type, double scalar,
+                     const void* scalarAt, void* stream) {
+  const size_t bytes = count * dataTypeSize(type);
+  auto s = static_cast<cudaStream_t>(stream);
+  void* out = nullptr;
+  cudaError_t err = cudaMallocAsync(&out, bytes == 0 ? 1 : bytes, s);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    fail(ErrorCode::kCudaError, "PreMulSum: cudaMallocAsync of {} bytes for the scaled input: {}",
+         bytes, cudaGetErrorString(err));
+  }
+  const int launched = kernels::cuda::scaleAsync(out, src, count, type, scalar, scalarAt, stream);
+  if (launched != 0) {
+    cudaFreeAsync(out, s);
+    (void)cudaGetLastError();
+    fail(ErrorCode::kCudaError, "PreMulSum: scaling {} elements of {}: {}", count,
+         dataTypeName(type), kernels::cuda::errorString(launched));
+  }
+  return out;
+}
+
+void freeOnStream(void* ptr, void* stream) {
+  if (ptr != nullptr) cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
 }
 
 void copyOnStream(void* dst, const void* src, size_t bytes, void* stream) {

@@ -19,6 +19,13 @@ void* allocateBuffer(size_t bytes) {
 
 void freeBuffer(void* ptr) { std::free(ptr); }
 
+void* scaledOnStream(const void*, size_t count, DataType, double, const void*, void*) {
+  fail(ErrorCode::kInvalidUsage, "PreMulSum of {} elements on device memory: this braid has no CUDA",
+       count);
+}
+
+void freeOnStream(void*, void*) {}
+
 void copyOnStream(void* dst, const void* src, size_t bytes, void*) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }

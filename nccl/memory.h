@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "braid/types.hpp"
+
 namespace braid::nccl {
 
 /// True for CUDA device or managed memory; false for host memory, null, or without CUDA.
@@ -15,6 +17,14 @@ int currentDevice();
 /// throws kCudaError naming the size when it cannot.
 void* allocateBuffer(size_t bytes);
 void freeBuffer(void* ptr);
+/// `count` elements of `src` (device memory) times `scalar`, or times the one element at
+/// `scalarAt` (device memory, read when the stream gets there) when it is not null, into device
+/// memory allocated on `stream` (a cudaStream_t), which the caller gives back with freeOnStream
+/// once it enqueued what reads it. Throws kCudaError naming the size. Without CUDA: unreachable
+/// (no buffer is device memory), throws kInvalidUsage.
+void* scaledOnStream(const void* src, size_t count, DataType type, double scalar,
+                     const void* scalarAt, void* stream);
+void freeOnStream(void* ptr, void* stream);
 /// Copies `bytes` from src to dst ordered on `stream` (a cudaStream_t; device or host memory);
 /// throws kCudaError. Without CUDA: a plain copy.
 void copyOnStream(void* dst, const void* src, size_t bytes, void* stream);

@@ -36,24 +36,21 @@ double scalarOf(const PreMulSum& op) {
   return op.scalarAt != nullptr ? readScalar(op.scalarAt, op.type) : op.scalar;
 }
 
+DeviceInput::DeviceInput(const void* send, size_t count, DataType type,
+                         const std::optional<PreMulSum>& op, void* stream)
+    : send_(send), stream_(stream) {
+  if (!op) return;
+  const bool scalarOnDevice = op->scalarAt != nullptr && isDeviceMemory(op->scalarAt);
+  scaled_ = scaledOnStream(send, count, type, scalarOnDevice ? 0.0 : scalarOf(*op),
+                           scalarOnDevice ? op->scalarAt : nullptr, stream);
+}
+
+DeviceInput::~DeviceInput() { freeOnStream(scaled_, stream_); }
+
 const void* scaleInto(std::vector<char>& out, const void* in, size_t count, DataType type,
                       double scalar) {
   out.resize(count * dataTypeSize(type) + 1);
-  visitDataType(type, [&](auto zero) {
-    using T = decltype(zero);
-    const T* src = static_cast<const T*>(in);
-    T* dst = reinterpret_cast<T*>(out.data());
-    for (size_t i = 0; i < count; ++i) {
-      if constexpr (std::is_same_v<T, Float16Storage>) {
-        dst[i].bits = kernels::floatToHalf(float(kernels::halfToFloat(src[i].bits) * scalar));
-      } else if constexpr (std::is_same_v<T, BFloat16Storage>) {
-        dst[i].bits =
-            kernels::floatToBfloat16(float(kernels::bfloat16ToFloat(src[i].bits) * scalar));
-      } else {
-        dst[i] = T(src[i] * scalar);
-      }
-    }
-  });
+  kernels::scale(out.data(), in, count, type, scalar);
   return out.data();
 }
 
@@ -74,12 +71,9 @@ extern "C" ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar,
     if (residence == ncclScalarHostImmediate) {
       made.scalar = readScalar(scalar, made.type);
     } else if (residence == ncclScalarDevice) {
-      if (isDeviceMemory(scalar)) {
-        fail(braid::ErrorCode::kInvalidUsage,
-             "rank {}: {}: a scalar in device memory is not implemented by braid (PreMulSum runs "
-             "on host buffers only; pass ncclScalarHostImmediate)",
-             ref->settings.rank, kCall);
-      }
+      // Read when each collective runs: by the scaling kernel on the stream when it is device
+      // memory (device buffers only), else on the host when the op runs (host buffers) or is
+      // enqueued (device buffers).
       made.scalarAt = scalar;
     } else {
       argumentError(fmt::format("{}: unknown scalar residence {}", kCall, int(residence)));

@@ -1,5 +1,5 @@
-// CUDA element kernels: reduce, fused reduce-copy, multi-input reduce, average finalize and copy
-// on device memory, enqueued on a caller's stream. The public header of kernels/cuda/; it needs
+// CUDA element kernels: reduce, fused reduce-copy, multi-input reduce, average finalize, scale
+// and copy on device memory, enqueued on a caller's stream. The public header of kernels/cuda/; it needs
 // no CUDA headers (streams travel as void*, a cudaStream_t cast; nullptr is the legacy default
 // stream). Includes nothing of braid's but kernels/types.h.
 //
@@ -47,6 +47,13 @@ int reduceManyAsync(void* dst, const void* const* srcs, int nsrc, size_t count, 
 /// dst[i] = src[i] / divisor (kernels::divide semantics); divisor >= 1.
 int divideAsync(void* dst, const void* src, size_t count, DataType type, uint64_t divisor,
                 void* stream);
+
+/// dst[i] = src[i] * scalar (the NCCL API's PreMulSum scaling): the product in double, converted
+/// to the element type (the 16-bit floats through float32), as nccl/premul.cc on the CPU. With
+/// scalarAt (device memory, one element of `type`) the kernel reads the scalar when it runs.
+/// dst may alias src exactly.
+int scaleAsync(void* dst, const void* src, size_t count, DataType type, double scalar,
+               const void* scalarAt, void* stream);
 
 /// Copies `bytes` from src to dst0, and to dst1 as well when dst1 != nullptr (one read), with a
 /// kernel (never the driver's memcpy, which takes a context-wide lock).

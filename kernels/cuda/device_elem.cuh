@@ -124,6 +124,7 @@ int dispatch(const char* what, DataType type, RedOp op, Args... args) {
 /// loadAllKernels()'s halves, one per .cu file (each loads its own file's kernels).
 int loadTwoInputKernels();
 int loadReduceManyKernels();
+int loadScaleKernels();
 
 constexpr int kThreads = 512;  ///< threads per block
 constexpr int kUnroll = 4;     ///< 16-byte vectors in flight per thread per operand

@@ -145,8 +145,9 @@ int loadTwoInputKernels() {
 }  // namespace detail
 
 int loadAllKernels() {
-  const int err = detail::loadTwoInputKernels();
-  return err != 0 ? err : detail::loadReduceManyKernels();
+  int err = detail::loadTwoInputKernels();
+  if (err == 0) err = detail::loadReduceManyKernels();
+  return err != 0 ? err : detail::loadScaleKernels();
 }
 
 int reduceCopyAsync(void* dst0, void* dst1, const void* a, const void* b, size_t count,

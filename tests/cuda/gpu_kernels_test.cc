@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/kernels.h"
 #include "kernels/cuda/reference.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/gpu_util.h"
@@ -79,6 +80,38 @@ TEST(CudaKernels, InPlaceReduceAndDivide) {
     ref::reduceCopy(want.data(), nullptr, a.data(), b.data(), n, t, RedOp::kSum);
     ref::divide(want.data(), want.data(), n, t, 4);
     ASSERT_TRUE(sameBytes(download(db.p, b.size()).data(), want.data(), n, t));
+  }
+}
+
+// scaleAsync (the NCCL API's PreMulSum) against kernels::scale, bit for bit, with the scalar
+// given and read from device memory, in place and out of place.
+TEST(CudaKernels, ScaleMatchesTheCpuKernel) {
+  BRAID_REQUIRE_GPU();
+  for (DataType t : kAllTypes) {
+    const size_t e = dataTypeSize(t);
+    for (size_t n : {size_t(1), size_t(4097)}) {
+      for (double scalar : {0.5, 3.0, -1.25}) {
+        auto a = randomBuffer(n, t, 5 + n);
+        DevBuf da(a.size()), dout(a.size()), dscalar(8);
+        upload(da.p, a);
+        std::vector<char> want(a.size());
+        kernels::scale(want.data(), a.data(), n, t, scalar);
+        ASSERT_EQ(kc::scaleAsync(dout.p, da.p, n, t, scalar, nullptr, nullptr), 0);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_TRUE(sameBytes(download(dout.p, a.size()).data(), want.data(), n, t))
+            << dataTypeName(t) << " x " << scalar;
+        // The scalar as one element of the type in device memory, read by the kernel, in place.
+        std::vector<char> s(e);
+        kernels::storeElement(t, s.data(), 0, scalar);
+        upload(dscalar.p, s);
+        std::vector<char> wantAt(a.size());
+        kernels::scale(wantAt.data(), a.data(), n, t, kernels::loadElement(t, s.data(), 0));
+        ASSERT_EQ(kc::scaleAsync(da.p, da.p, n, t, 0.0, dscalar.p, nullptr), 0);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        ASSERT_TRUE(sameBytes(download(da.p, a.size()).data(), wantAt.data(), n, t))
+            << dataTypeName(t) << " x *" << scalar;
+      }
+    }
   }
 }
 

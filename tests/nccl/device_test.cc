@@ -25,12 +25,24 @@ int deviceCount() {
   return code > 0 ? code : 0;
 }
 
+// Two rank processes on GPU 0, each running body(rank, io, its communicator); skips without a
+// GPU.
+// (A macro: the skip returns from the test.)
+#define NCCL_ON_ONE_GPU(...)                                                   \
+  do {                                                                         \
+    if (deviceCount() == 0) {                                                  \
+      BRAID_SKIP_NO_DEVICE("no CUDA device: device buffers cannot run here");  \
+    }                                                                          \
+    const std::string path = nccltest::idPath();                               \
+    auto body = __VA_ARGS__;                                                   \
+    nccltest::runRanks(2, [&](int rank, ChildIo& io) {                         \
+      if (cudaSetDevice(0) != cudaSuccess) return testing::kChildUnexpected;   \
+      return body(rank, io, nccltest::initRank(path, rank, 2));                \
+    });                                                                        \
+  } while (0)
+
 TEST(NcclDevice, AllReduceAndSendRecvTwoRanksOnOneGpu) {
-  if (deviceCount() == 0) BRAID_SKIP_NO_DEVICE("no CUDA device: device buffers cannot run here");
-  const std::string path = nccltest::idPath();
-  nccltest::runRanks(2, [&](int rank, ChildIo& io) {
-    if (cudaSetDevice(0) != cudaSuccess) return testing::kChildUnexpected;
-    ncclComm_t comm = nccltest::initRank(path, rank, 2);
+  NCCL_ON_ONE_GPU([](int rank, ChildIo& io, ncclComm_t comm) {
     const size_t n = 1 << 20;
     std::vector<float> host(n, float(rank + 1));
     void* mem = nullptr;
@@ -54,6 +66,49 @@ TEST(NcclDevice, AllReduceAndSendRecvTwoRanksOnOneGpu) {
     NCCL_CHECK(ncclCommDestroy(comm));
     cudaFree(dev);
     return async == ncclSuccess ? testing::kChildOk : testing::kChildCheckFailed;
+  });
+}
+
+// PreMulSum on device buffers: rank r scales its input (all r+1) by a scalar held on the host
+// (rank 0: 0.5) or in device memory (rank 1: 2, read by the kernel), then the sum; and
+// ncclReduceScatter with the same op. Each element is 0.5*1 + 2*2 = 4.5.
+TEST(NcclDevice, PreMulSumWithHostAndDeviceScalars) {
+  NCCL_ON_ONE_GPU([](int rank, ChildIo& io, ncclComm_t comm) {
+    const size_t n = 1001;
+    std::vector<float> host(2 * n, float(rank + 1));
+    void *mem = nullptr, *scalarMem = nullptr;
+    cudaStream_t stream;
+    if (cudaMalloc(&mem, 3 * n * sizeof(float)) != cudaSuccess ||
+        cudaMalloc(&scalarMem, sizeof(float)) != cudaSuccess ||
+        cudaStreamCreate(&stream) != cudaSuccess)
+      return testing::kChildUnexpected;
+    float* dev = static_cast<float*>(mem);
+    cudaMemcpy(dev, host.data(), 2 * n * sizeof(float), cudaMemcpyHostToDevice);
+    float scalar = rank == 0 ? 0.5f : 2.0f;
+    cudaMemcpy(scalarMem, &scalar, sizeof scalar, cudaMemcpyHostToDevice);
+    ncclRedOp_t op;
+    NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, rank == 0 ? static_cast<void*>(&scalar) : scalarMem,
+                                        ncclFloat32,
+                                        rank == 0 ? ncclScalarHostImmediate : ncclScalarDevice,
+                                        comm));
+    NCCL_CHECK(ncclAllReduce(dev, dev + 2 * n, n, ncclFloat32, op, comm, stream));
+    NCCL_CHECK(ncclReduceScatter(dev, dev, n, ncclFloat32, op, comm, stream));
+    if (cudaStreamSynchronize(stream) != cudaSuccess) return testing::kChildUnexpected;
+    std::vector<float> sum(n), scattered(n);
+    cudaMemcpy(sum.data(), dev + 2 * n, n * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaMemcpy(scattered.data(), dev, n * sizeof(float), cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; ++i) {
+      if (sum[i] != 4.5f || scattered[i] != 4.5f) {
+        io.say("wrong", std::to_string(i) + ": " + std::to_string(sum[i]) + ", " +
+                            std::to_string(scattered[i]));
+        return testing::kChildWrongData;
+      }
+    }
+    NCCL_CHECK(ncclRedOpDestroy(op, comm));
+    NCCL_CHECK(ncclCommDestroy(comm));
+    cudaFree(dev);
+    cudaFree(scalarMem);
+    return testing::kChildOk;
   });
 }
 
