@@ -15,7 +15,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON 
   -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_TORCH=OFF -DBRAID_WITH_TORCH2=OFF -DBRAID_WITH_FUZZ=OFF \
   -DBRAID_WITH_TRAINER=OFF >/dev/null
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf braidrun)
+  all_reduce_perf braidrun nccl_device_test)
 cmake --build "$BUILD" --target "${TARGETS[@]}"
 rm -rf "$DEST/bin" "$DEST/deps"
 mkdir -p "$DEST/bin"
@@ -26,6 +26,8 @@ for t in "${TARGETS[@]}"; do
 done
 LIB=/usr/lib/x86_64-linux-gnu
 cp -a "$LIB"/libfmt.so* "$DEST/bin/"
+# The NCCL API's test loads libnccl.so.2, which loads libbraid.so (both found on LD_LIBRARY_PATH).
+cp -a "$BUILD"/lib/libnccl.so* "$BUILD"/lib/libbraid.so* "$DEST/bin/"
 
 D="$DEST/deps/usr"
 mkdir -p "$D/include" "$D/lib/x86_64-linux-gnu/cmake" "$D/share/cmake"

@@ -28,7 +28,7 @@ failed=()
 SRC=$(pwd)
 
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf braidrun)
+  all_reduce_perf braidrun nccl_device_test)
 if [ -x "$BIN/cuda_gpu_test" ]; then
   export LD_LIBRARY_PATH="$(cd "$BIN" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
@@ -131,6 +131,8 @@ conformance_cases() {
 export -f conformance_cases; export CONF_TEST
 bg conformance-cuda-ipc 90 bash -c conformance_cases
 bg kernels-validate-all 60 "$KBENCH" --bytes 16M --iters 3 --types all --ops all
+# 5 (the NCCL API on device buffers): all-reduce, send/recv, PreMulSum, 2 ranks on the GPU.
+bg nccl-device 90 "$(bin nccl_device_test)"
 wait_fg() { while [ "$(jobs -r | wc -l)" -gt "$1" ]; do sleep 1; done; }
 wait_fg 1   # all but the torch build
 
