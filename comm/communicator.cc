@@ -108,6 +108,9 @@ comm::TunerConfig CommState::tunerConfig() const {
   config.channels = options.channels;
   config.forced = options.algorithm;
   config.model = tunerModel;
+  config.singleCopy = singleCopy != nullptr;
+  config.singleCopyWhy = &singleCopyWhy;
+  config.singleCopyMinBytes = options.singleCopyBytes;
   return config;
 }
 
@@ -262,15 +265,21 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
                     rank, collectiveName(d.coll), plan.inBytes, algorithmName(spec.family),
                     comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
-    prog = program(spec);
+    if (spec.family != Algorithm::kSingleCopy) prog = program(spec);
   }
+  const bool singleCopied = !plan.isP2p && plan.spec.family == Algorithm::kSingleCopy;
 
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
   try {
-    executor->run(prog ? *prog : plan.p2p, args);
-    const int exchanges = comm::completionExchanges(d.coll);
+    if (singleCopied) {
+      runSingleCopy(args, d.count);
+    } else {
+      executor->run(prog ? *prog : plan.p2p, args);
+    }
+    // Single copy ends with one more: no rank leaves while a peer still uses its buffers.
+    const int exchanges = comm::completionExchanges(d.coll) + (singleCopied ? 1 : 0);
     if (exchanges > 0 && size > 1) {
       // Every rank confirms to every other with this op's header (a one-byte direct exchange),
       // so no rank reports success for a call another rank disagreed with (op_rules.h).

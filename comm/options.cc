@@ -15,7 +15,7 @@ ResolvedOptions resolveOptions(const Options& o) {
     if (auto name = envString("BRAID_ALGO")) {
       BRAID_ENFORCE(
           parseAlgorithm(*name, &r.algorithm), ErrorCode::kInvalidUsage,
-          "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot, chain, tree or hier",
+          "unknown algorithm BRAID_ALGO='{}': choose auto, ring, oneshot, chain, tree, hier or singlecopy",
           *name);
     }
   }
@@ -43,6 +43,8 @@ ResolvedOptions resolveOptions(const Options& o) {
   r.flightOps = static_cast<size_t>(flightOps);
   r.dumpDir = envString("BRAID_DUMP_DIR").value_or("");
   r.statusBoard = envInt("BRAID_STATUS_BOARD", 1) != 0;
+  r.singleCopy = envInt("BRAID_SINGLE_COPY", 1) != 0;
+  r.singleCopyBytes = envBytes("BRAID_SINGLE_COPY_BYTES").value_or(r.singleCopyBytes);
   return r;
 }
 

@@ -17,7 +17,7 @@
 namespace braid::comm {
 
 struct TunerModel::Cache {
-  using Key = std::tuple<int, size_t, size_t, int, int, int, bool, uintptr_t>;
+  using Key = std::tuple<int, size_t, size_t, int, int, int, bool, uintptr_t, size_t>;
   std::mutex mutex;
   std::map<Key, Choice> decisions;
   std::set<std::pair<int, int>> logged;  // (shape, size class) already explained in the log
@@ -78,8 +78,17 @@ bool singleShmNode(const topology::ClusterGraph& g) {
   return false;
 }
 
+std::string singleCopyWhy(const TunerConfig& config) {
+  return config.singleCopyWhy ? *config.singleCopyWhy : "peer memory access not tested";
+}
+
+// Direct exchanges and single copy run on one lane.
+bool oneLane(Algorithm family) {
+  return family == Algorithm::kOneShot || family == Algorithm::kSingleCopy;
+}
+
 std::vector<int> laneOptions(Algorithm family, int channels) {
-  if (family == Algorithm::kOneShot) return {1};
+  if (oneLane(family)) return {1};
   std::vector<int> out;
   for (int l = 1; l < channels; l *= 2) out.push_back(l);
   out.push_back(channels);
@@ -140,6 +149,11 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
                   "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: {}",
                   algorithmName(config.forced), collectiveName(shape),
                   isRooted(shape) ? "chain, oneshot" : "ring, oneshot");
+    BRAID_ENFORCE(family != Algorithm::kSingleCopy || (config.singleCopy && nodes == 1),
+                  ErrorCode::kInvalidUsage,
+                  "algorithm 'singlecopy' (BRAID_ALGO) needs every rank on one host, each allowed "
+                  "to read the others' memory; here: {}",
+                  nodes > 1 ? "the ranks are on several hosts" : singleCopyWhy(config));
     BRAID_ENFORCE(family != Algorithm::kOneShot || perPeer <= capacity, ErrorCode::kInvalidUsage,
                   "algorithm 'oneshot' (BRAID_ALGO) moves at most {} bytes per peer (slots x "
                   "chunk); this {} needs {}",
@@ -147,7 +161,7 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
     // A forced hier runs on any layout: one node is its intra-node phases alone, one rank per
     // node a ring (auto only considers it for several nodes with several ranks on one).
     d.choice.family = family;
-    d.choice.lanes = family == Algorithm::kOneShot ? 1 : config.channels;
+    d.choice.lanes = oneLane(family) ? 1 : config.channels;
     d.choice.chunkBytes = config.slotBytes;
     topology::Prediction p = price(family, d.choice.lanes, d.choice.chunkBytes);
     d.choice.predictedUs = std::isfinite(p.timeUs) ? p.timeUs : 0;
@@ -163,7 +177,7 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   }
 
   for (Algorithm family : {Algorithm::kOneShot, Algorithm::kRing, Algorithm::kChain,
-                           Algorithm::kTree, Algorithm::kHier}) {
+                           Algorithm::kTree, Algorithm::kHier, Algorithm::kSingleCopy}) {
     CandidateReport r;
     r.family = family;
     r.predictedUs = kInf;
@@ -176,10 +190,17 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
       r.excluded = config.model ? "all ranks are on one node" : "node layout unknown (one node)";
     } else if (family == Algorithm::kHier && maxLocal < 2) {
       r.excluded = "one rank per node";
+    } else if (family == Algorithm::kSingleCopy && nodes > 1) {
+      r.excluded = "ranks on several nodes";
+    } else if (family == Algorithm::kSingleCopy && !config.singleCopy) {
+      r.excluded = singleCopyWhy(config);
+    } else if (family == Algorithm::kSingleCopy && inputBytes < config.singleCopyMinBytes) {
+      r.excluded = fmt::format("below {} (BRAID_SINGLE_COPY_BYTES)",
+                               bytesText(config.singleCopyMinBytes));
     }
     if (r.excluded.empty()) {
       // The configured lanes and the slot-sized chunk first; others only when clearly cheaper.
-      r.lanes = family == Algorithm::kOneShot ? 1 : config.channels;
+      r.lanes = oneLane(family) ? 1 : config.channels;
       r.chunkBytes = config.slotBytes;
       topology::Prediction best = price(family, r.lanes, r.chunkBytes);
       for (int lanes : laneOptions(family, config.channels)) {
@@ -209,10 +230,13 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   // A single node of shared-memory ranks keeps the measured rule unless the model clearly
   // disagrees.
   if (singleShmNode(graph)) {
-    const Algorithm legacy = perPeer <= std::min(kDirectMaxBytes, capacity) ? Algorithm::kOneShot
+    const bool singleCopy = config.singleCopy && supports(Algorithm::kSingleCopy, shape) &&
+                            inputBytes >= config.singleCopyMinBytes;
+    const Algorithm legacy = singleCopy ? Algorithm::kSingleCopy
+                             : perPeer <= std::min(kDirectMaxBytes, capacity) ? Algorithm::kOneShot
                              : isRooted(shape)                              ? Algorithm::kChain
                                                                             : Algorithm::kRing;
-    const int legacyLanes = legacy == Algorithm::kOneShot ? 1 : config.channels;
+    const int legacyLanes = oneLane(legacy) ? 1 : config.channels;
     for (CandidateReport& r : d.reports) {
       if (r.family != legacy || !r.excluded.empty()) continue;
       topology::Prediction p = price(legacy, legacyLanes, config.slotBytes);
@@ -287,7 +311,8 @@ Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes) {
       static_cast<int>(shape), inputBytes,
       config.slotBytes,        config.slots,
       config.channels,         static_cast<int>(config.forced),
-      config.pickChunk,        reinterpret_cast<uintptr_t>(config.supports)};
+      config.pickChunk,        reinterpret_cast<uintptr_t>(config.supports),
+      config.singleCopy ? config.singleCopyMinBytes : SIZE_MAX};
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.decisions.find(key);

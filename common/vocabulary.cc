@@ -48,7 +48,8 @@ constexpr Named<Collective> kCollectives[] = {
 constexpr Named<Algorithm> kAlgorithms[] = {
     {"auto", Algorithm::kAuto},   {"ring", Algorithm::kRing}, {"oneshot", Algorithm::kOneShot},
     {"chain", Algorithm::kChain}, {"tree", Algorithm::kTree}, {"hier", Algorithm::kHier},
-    {"direct", Algorithm::kOneShot},
+    {"singlecopy", Algorithm::kSingleCopy}, {"direct", Algorithm::kOneShot},
+    {"single_copy", Algorithm::kSingleCopy}, {"cma", Algorithm::kSingleCopy},
 };
 
 template <typename T, size_t N>

@@ -24,7 +24,8 @@ void reduceCopy(void* dst0, void* dst1, const void* a, const void* b, size_t cou
 
 /// dst[i] = srcs[0][i] op srcs[1][i] op ... op srcs[n-1][i], accumulated left to right in that
 /// order (so every rank that calls it with the same inputs gets the same bits); for float16 and
-/// bfloat16 accumulated in float32 and rounded once. nsrc >= 1. dst may alias srcs[0].
+/// bfloat16 accumulated in float32 and rounded once. nsrc >= 1. dst may alias any source exactly
+/// (srcs[0] costs nothing; a later one a copy through the stack per chunk).
 void reduceMany(void* dst, const void* const* srcs, int nsrc, size_t count, DataType type,
                 RedOp op);
 

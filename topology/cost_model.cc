@@ -158,6 +158,9 @@ Prediction CostModel::predict(Collective coll, size_t bytes, const Candidate& c)
     case Algorithm::kHier:
       if (coll != Collective::kAllReduce) break;
       return hier(links, s, c);
+    case Algorithm::kSingleCopy:
+      if (coll != Collective::kAllReduce) break;
+      return singleCopy(links, s);
   }
   return {kInf, fmt::format("{} does not compute {}", algorithmName(c.algo), collectiveName(coll))};
 }
@@ -219,6 +222,19 @@ Prediction CostModel::direct(const Links& links, Collective coll, double s, cons
   return {latency + std::max(0.0, body),
           fmt::format("one exchange of {} x {} peers per rank{}", sizeText(perPeer), n - 1,
                       worstNic > worstRank ? ", bound by the NIC" : "")};
+}
+
+Prediction CostModel::singleCopy(const Links& links, double s) const {
+  if (nodes() > 1) return {kInf, "single copy needs every rank on one node"};
+  const int n = ranks();
+  // Two exchanges of a few bytes (the buffers' addresses, then the completion), and each rank
+  // copies its S/n share of each of n-1 peers' inputs in and the result out to n-1 peers' outputs:
+  // the ring's bytes, without a handshake per piece.
+  const LinkParams& intra = links.intra[0];
+  const double moved = 2.0 * (n - 1) / n * s;
+  return {2 * intra.latencyUs + moved / bytesPerUs(intra.gbps),
+          fmt::format("2 exchanges + {} copied per rank at {:.3g} GB/s", sizeText(moved),
+                      intra.gbps)};
 }
 
 Prediction CostModel::chain(const Links& links, double s, const Candidate& c) const {

@@ -14,7 +14,8 @@
 //           (log2 N over the network, log2 L inside a node) + steady chunks at ~2S per link;
 //   hier    intra-node reduce-scatter, an inter-node ring all-reduce of each local rank's S/L
 //           shard (L rings share each node's NICs), intra-node all-gather, pipelined: the
-//           slowest phase + the fill (first chunks through the intra-node phases).
+//           slowest phase + the fill (first chunks through the intra-node phases);
+//   single copy (all-reduce, one node) two small exchanges + 2(n-1)/n S copied per rank.
 // Pure: no I/O, no communicator; the same graph gives the same numbers on every rank.
 #pragma once
 
@@ -81,6 +82,7 @@ class CostModel {
   Prediction chain(const Links& links, double bytes, const Candidate& c) const;
   Prediction tree(const Links& links, double bytes, const Candidate& c) const;
   Prediction hier(const Links& links, double bytes, const Candidate& c) const;
+  Prediction singleCopy(const Links& links, double bytes) const;
 
   ClusterGraph graph_;
   std::vector<NodeCost> nodeCost_;

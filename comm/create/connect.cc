@@ -62,6 +62,7 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   state.secret = plan.config.secret;
   state.hosts = meeting.hosts;
   exchangeStatusAddresses(state, plan, kv);
+  testPeerMemory(state, plan, kv);
   leaveRendezvous(state);
   const int rank = state.rank;
   // The board is shared by the ranks with this rank's host key (whatever transport they use).

@@ -45,6 +45,8 @@ std::vector<std::pair<std::string, std::string>> sharedSettings(const ResolvedOp
       {"slots (BRAID_SLOTS)", std::to_string(o.slots)},
       {"channels (BRAID_CHANNELS)", o.channelsSet ? std::to_string(o.channels) : "default"},
       {"streaming from (BRAID_STREAM_BYTES)", std::to_string(o.streamBytes)},
+      {"single copy (BRAID_SINGLE_COPY)", o.singleCopy ? "on" : "off"},
+      {"single copy from (BRAID_SINGLE_COPY_BYTES)", std::to_string(o.singleCopyBytes)},
   };
 }
 

@@ -48,6 +48,10 @@ struct Plan {
 /// Sets state.nodeOf, the multi-node slot and lane defaults and state.tunerModel.
 Plan plan(CommState& state, const Meeting& meeting, const Joining& joining);
 
+/// Whether the ranks may run the single-copy all-reduce (comm/create/peer_memory.cc): sets
+/// state.singleCopy and singleCopyPeers, or state.singleCopyWhy. Alike on every rank.
+void testPeerMemory(CommState& state, const Plan& plan, transport::KeyValue& kv);
+
 /// Connects the endpoint, makes the executor and lets go of the store.
 void connect(CommState& state, const Meeting& meeting, const Plan& plan);
 

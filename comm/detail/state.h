@@ -23,6 +23,7 @@
 #include "comm/detail/op_plan.h"
 #include "comm/detail/tuner.h"
 #include "comm/engine/executor.h"
+#include "comm/exec/single_copy.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -64,6 +65,8 @@ struct ResolvedOptions {
   size_t flightOps = 2000;       ///< BRAID_FLIGHT_OPS: ops the flight recorder keeps (0: none)
   std::string dumpDir;           ///< BRAID_DUMP_DIR: where the first failure dumps it ("": no)
   bool statusBoard = true;       ///< BRAID_STATUS_BOARD=0: no status board (no stuck-rank lines)
+  bool singleCopy = true;        ///< BRAID_SINGLE_COPY=0: never the single-copy all-reduce
+  size_t singleCopyBytes = size_t{1} << 20;  ///< BRAID_SINGLE_COPY_BYTES: chosen from this size
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
@@ -110,6 +113,11 @@ struct CommState {
   /// their lowest rank. Passed to every schedule (the hierarchical one groups by it).
   std::vector<int> nodeOf;
   std::shared_ptr<const comm::TunerModel> tunerModel;  ///< cluster graph + cost model (init.cc)
+  /// The single-copy all-reduce (comm/exec/single_copy.h) where every rank may read every
+  /// other's memory (create/peer_memory.cc), with each rank's pid; else null and why not.
+  std::unique_ptr<comm::SingleCopy> singleCopy;
+  std::vector<comm::PeerBuffers> singleCopyPeers;
+  std::string singleCopyWhy = "not a host communicator";
   std::atomic<bool> aborted{false};
 
   // Issue order and numbering (under queueMutex, so numbering order is execution order).
@@ -179,6 +187,9 @@ struct CommState {
   void execute(const OpDesc& desc, uint64_t ticket = 0);
   /// execute() without the end's record.
   void runOp(const OpDesc& desc, uint64_t ticket);
+  /// Runs a planned single-copy all-reduce's exchange of buffer addresses (a direct all-gather
+  /// under the op's header) and this rank's share of the work (comm/single_copy_op.cc).
+  void runSingleCopy(const comm::ExecArgs& args, size_t count);
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
   void runBlocking(const OpDesc& desc);
   /// Non-blocking entry.

@@ -52,6 +52,12 @@ struct TunerConfig {
   /// Also price pieces smaller than the slot (slot/2, slot/4) for chain, tree and hier; only
   /// useful once the executor honours Choice::chunkBytes (today pieces are slot-sized).
   bool pickChunk = false;
+  /// Single copy (all-reduce on one host): every rank may read every other's memory (tested at
+  /// init, comm/create/peer_memory.cc); else why not. Chosen by default from
+  /// singleCopyMinBytes (BRAID_SINGLE_COPY_BYTES) up.
+  bool singleCopy = false;
+  const std::string* singleCopyWhy = nullptr;  ///< owned by the communicator; null: not tested
+  size_t singleCopyMinBytes = size_t{1} << 20;
   /// Which families the schedules can build; null = comm::familySupports (tests override it).
   bool (*supports)(Algorithm family, Collective shape) = nullptr;
 };
@@ -70,7 +76,8 @@ size_t directBytesPerPeer(Collective shape, size_t inputBytes, int nranks);
 /// lanes, chunk) that can run, where oneshot needs bytes per peer <= slots x slot bytes, chain
 /// only broadcast/reduce, tree/hier only what familySupports() allows, hier more than one node
 /// with more than one rank on some node. On a single node of shared-memory ranks today's rule
-/// (oneshot up to 32 KiB per peer, then ring or chain) stands unless the model predicts another
+/// (oneshot up to 32 KiB per peer, then ring or chain; single copy for all-reduce from
+/// singleCopyMinBytes where the ranks may read each other's memory) stands unless the model predicts another
 /// candidate at least 1.5x faster. A forced algorithm that cannot run this collective throws
 /// kInvalidUsage saying why, never silently falls back. Equal inputs give equal choices on every
 /// rank. With BRAID_DEBUG=INFO each decision is logged once per (collective, power-of-two size).

@@ -68,6 +68,7 @@ bool familySupports(Algorithm family, Collective shape) {
       return shape == Collective::kBroadcast || shape == Collective::kReduce;
     case Algorithm::kTree:
     case Algorithm::kHier:
+    case Algorithm::kSingleCopy:
       return shape == Collective::kAllReduce;
   }
   return false;
@@ -75,7 +76,9 @@ bool familySupports(Algorithm family, Collective shape) {
 
 int channelsUsed(Algorithm family, int lanes) {
   if (family == Algorithm::kTree) return treeLaneCount(lanes);
-  return family == Algorithm::kOneShot ? 1 : std::max(lanes, 1);
+  // Single copy sends only its exchanges, oneshot's.
+  if (family == Algorithm::kOneShot || family == Algorithm::kSingleCopy) return 1;
+  return std::max(lanes, 1);
 }
 
 RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
@@ -96,6 +99,9 @@ RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
       return buildTree(spec, rank);
     case Algorithm::kHier:
       return buildHier(spec, rank);
+    case Algorithm::kSingleCopy:
+      // Not a program of messages: comm/exec/single_copy.h runs it around two exchanges.
+      fail(ErrorCode::kInternal, "schedule: single copy has no message schedule");
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");
 }

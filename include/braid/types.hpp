@@ -79,6 +79,9 @@ enum class Algorithm : uint8_t {
   kChain = 3,    ///< pipelined chain (broadcast, reduce)
   kTree = 4,     ///< double binary tree (latency-bound all-reduce)
   kHier = 5,     ///< hierarchical: intra-node reduce-scatter, inter-node all-reduce, all-gather
+  /// single copy (all-reduce, ranks of one host): each rank reads its share of every peer's
+  /// input where it lies, reduces it and writes the result into every peer's output
+  kSingleCopy = 6,
 };
 
 /// The collectives that have schedules of their own (send, recv and barrier run on others').

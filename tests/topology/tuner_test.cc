@@ -152,9 +152,10 @@ TEST(Tuner, ExplainNamesWinnerLosersAndExclusions) {
   EXPECT_NE(text.find("chain    excluded: cannot run allreduce"), std::string::npos) << text;
   EXPECT_NE(text.find("hier     excluded: all ranks are on one node"), std::string::npos) << text;
   EXPECT_NE(text.find("tree"), std::string::npos) << text;
+  EXPECT_NE(text.find("singlecopy excluded"), std::string::npos) << text;
 
   auto reports = rankCandidates(c, Collective::kAllReduce, 64u << 20);
-  ASSERT_EQ(reports.size(), 5u);
+  ASSERT_EQ(reports.size(), 6u);
   int chosen = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
     chosen += reports[i].chosen;

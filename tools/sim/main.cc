@@ -78,7 +78,7 @@ int run(const Flags& f) {
                 "-o '{}' is not a reduction op", f.op);
   braid::Algorithm forced = braid::Algorithm::kAuto;
   BRAID_ENFORCE(braid::parseAlgorithm(f.algo, &forced), ErrorCode::kInvalidUsage,
-                "--algo '{}': choose auto, ring, oneshot, chain, tree or hier", f.algo);
+                "--algo '{}': choose auto, ring, oneshot, chain, tree, hier or singlecopy", f.algo);
   BRAID_ENFORCE(!info.hasRoot || (f.root >= 0 && f.root < n), ErrorCode::kInvalidUsage,
                 "-r {} is not a rank of this {}-rank topology", f.root, n);
 
