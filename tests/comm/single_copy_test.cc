@@ -13,6 +13,8 @@
 #include "comm/exec/single_copy.h"
 #include "tests/kit/host_case.h"
 #include "tests/kit/processes.h"
+#include "tests/support/skip.h"
+#include "transport/peer_memory.h"
 
 namespace braid::testing {
 namespace {
@@ -83,11 +85,27 @@ TEST(SingleCopyThreadsLarge, ChosenByTheTunerFromTheThresholdAndCorrect) {
   runCasesOnThreads(3, [&](int) { return options; }, cases);
 }
 
+// Whether a child may read this process's memory as a rank reads a sibling's (neither is the
+// other's ancestor, which Yama's ptrace_scope 1 requires): "" or why not.
+std::string peerMemoryRefused() {
+  const int64_t parent = ::getpid();
+  const uint64_t token = transport::processToken();
+  const uint64_t probe = reinterpret_cast<uintptr_t>(transport::processProbe());
+  const pid_t child = forkChild([&] {
+    std::string why;
+    return transport::probePeerMemory(parent, probe, token, &why) ? 0 : 1;
+  });
+  const int code = waitChild(child, Deadline::after(10));
+  return code == 0 ? "" : "this machine refuses process_vm_readv between processes (Yama "
+                          "ptrace_scope, seccomp): braid falls back to its slots";
+}
+
 // Ranks as processes: the peers' memory through process_vm_readv/writev.
 class SingleCopyProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(SingleCopyProcesses, EveryTypeOpCountAndPlacementMatchesTheReference) {
   const int ranks = GetParam();
+  if (const std::string why = peerMemoryRefused(); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
   Job job(ranks, bootstrap::findFreePort(),
           {{"BRAID_ALGO", "singlecopy"}, {"BRAID_TIMEOUT", "30"}, {"BRAID_TRANSPORT", "shm"}});
   job.startAll([](int, ChildIo& io) {
