@@ -11,6 +11,7 @@ const char* psKindName(PsKind kind) {
     case PsKind::kServerLost: return "server lost";
     case PsKind::kParams: return "parameters";
     case PsKind::kRejected: return "rejected";
+    case PsKind::kServerFailed: return "server failed";
   }
   return "unknown";
 }

@@ -3,8 +3,10 @@
 // size and braid's point-to-point size checks hold.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -20,6 +22,7 @@ enum class PsKind : int64_t {
   // server -> worker
   kParams = 11,      ///< the payload is the shard at `version`
   kRejected = 12,    ///< the gradient was too stale: the payload is the shard at `version`
+  kServerFailed = 13,  ///< the server ends the job; the payload holds its error text
 };
 
 const char* psKindName(PsKind kind);
@@ -52,6 +55,17 @@ class PsMessage {
   std::span<float> payload() { return std::span<float>(buf_).subspan(kHeaderFloats); }
   std::span<const float> payload() const {
     return std::span<const float>(buf_).subspan(kHeaderFloats);
+  }
+  /// Puts `text` into the payload (cut to its size, NUL-padded) / reads it back.
+  void setText(const std::string& text) {
+    std::span<float> p = payload();
+    std::fill(p.begin(), p.end(), 0.0f);
+    std::memcpy(p.data(), text.data(), std::min(text.size(), p.size_bytes()));
+  }
+  std::string text() const {
+    std::span<const float> p = payload();
+    const char* c = reinterpret_cast<const char*>(p.data());
+    return std::string(c, strnlen(c, p.size_bytes()));
   }
   float* data() { return buf_.data(); }
   size_t floats() const { return buf_.size(); }

@@ -99,7 +99,7 @@ class Server {
       BRAID_ENFORCE(lostRanks().empty() || doneCount() > 0, ErrorCode::kRemoteError,
                     "rank {} (server): every worker is gone ({})", rank_, lostRanks());
     } catch (const Error& e) {
-      tellWorkers(lostServer_.value_or(rank_));
+      tellWorkers(e.what());
       throw;
     }
   }
@@ -161,7 +161,6 @@ class Server {
         w.state = WorkerSlot::State::kDone;
         return;
       case PsKind::kServerLost:
-        lostServer_ = static_cast<int>(h.peer);
         fail(ErrorCode::kRemoteError,
              "rank {} (server): server rank {} is gone (reported by worker rank {}); the job "
              "cannot go on without its shard",
@@ -284,14 +283,15 @@ class Server {
     printEpochs();
   }
 
-  /// On this server's failure: every worker still here gets a kServerLost naming `server`, so it
-  /// ends with that name rather than "server rank <this> is gone". Best effort, 2 s each.
-  void tellWorkers(int server) {
+  /// On this server's failure: every worker still here gets a kServerFailed with the error, so
+  /// it ends naming the cause rather than only this server. Best effort, 2 s each.
+  void tellWorkers(const std::string& error) {
     PsMessage notice(shard_.size());
     PsHeader h;
-    h.kind = PsKind::kServerLost;
-    h.peer = server;
+    h.kind = PsKind::kServerFailed;
+    h.peer = rank_;
     notice.setHeader(h);
+    notice.setText(error);
     for (auto& w : workers_) {
       if (w->state != WorkerSlot::State::kActive) continue;
       try {
@@ -346,7 +346,6 @@ class Server {
   StalenessStats total_;
   std::vector<float> sum_;  // sync: the averaged gradient
   std::vector<std::unique_ptr<WorkerSlot>> workers_;
-  std::optional<int> lostServer_;
 };
 
 }  // namespace

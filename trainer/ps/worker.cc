@@ -69,7 +69,7 @@ class Worker {
         return 0;
       });
       const PsHeader r = slot.in.header();
-      if (r.kind == PsKind::kServerLost) serverLost(slot, static_cast<int>(r.peer), nullptr);
+      if (r.kind == PsKind::kServerFailed) serverFailed(slot, slot.in.text());
       BRAID_ENFORCE(r.kind == PsKind::kParams || r.kind == PsKind::kRejected,
                     ErrorCode::kInvalidUsage,
                     "rank {} (worker): unexpected reply '{}' from server rank {}", rank_,
@@ -164,15 +164,29 @@ class Worker {
     try {
       return f();
     } catch (const Error& e) {
-      serverLost(slot, slot.rank, &e);
+      serverLost(slot, e);
     }
   }
 
-  /// Server `lost` is gone (seen on `via`'s link, or reported by server `via`): tell the other
-  /// servers, so they end too instead of waiting for this worker, then fail naming it.
-  [[noreturn]] void serverLost(ServerSlot& via, int lost, const Error* e) {
+  /// Server `lost` is gone (seen on its link): tell the other servers, so they end too instead
+  /// of waiting for this worker, then fail naming it.
+  [[noreturn]] void serverLost(ServerSlot& lost, const Error& e) {
+    tellOtherServers(lost.rank);
+    fail(e.code(), "rank {} (worker): server rank {} is gone; the job cannot go on without its "
+         "shard: {}", rank_, lost.rank, e.what());
+  }
+
+  /// Server `failed` ended the job with `error` (which names the cause).
+  [[noreturn]] void serverFailed(ServerSlot& failed, const std::string& error) {
+    tellOtherServers(failed.rank);
+    fail(ErrorCode::kRemoteError, "rank {} (worker): server rank {} ended the job: {}", rank_,
+         failed.rank, error);
+  }
+
+  /// kServerLost naming `lost` to every other server.
+  void tellOtherServers(int lost) {
     for (auto& s : servers_) {
-      if (s->rank == lost || s->rank == via.rank) continue;
+      if (s->rank == lost) continue;
       try {
         PsMessage notice(s->shard.size());
         PsHeader h;
@@ -185,14 +199,6 @@ class Worker {
         // that one is gone too, or ending: it will see this worker leave
       }
     }
-    if (e) {
-      fail(e->code(), "rank {} (worker): server rank {} is gone; the job cannot go on without "
-           "its shard: {}", rank_, lost, e->what());
-    }
-    fail(ErrorCode::kRemoteError,
-         "rank {} (worker): server rank {} is gone (reported by server rank {}); the job cannot "
-         "go on without its shard",
-         rank_, lost, via.rank);
   }
 
   PsContext& ctx_;

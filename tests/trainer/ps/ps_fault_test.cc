@@ -69,6 +69,31 @@ TEST_F(PsFaults, AsyncKilledWorkerDoesNotStopTheOthers) {
   EXPECT_GT(doc["epochs"][1]["test_acc"].get<double>(), 0.6);
 }
 
+// Sync mode needs every worker each step: a killed worker ends the job, every rank naming it.
+TEST_F(PsFaults, SyncKilledWorkerEndsEveryRankNamingIt) {
+  const std::string log = path("job.log");
+  const std::string job = train(4,
+                                "--strategy ps --ps 1 --optimizer adam --batch 96 "
+                                "--limit-train 30000 --limit-test 300 --epochs 2 "
+                                "--staleness-log " + path("staleness.jsonl"),
+                                "--settle 100");
+  double after = 0;
+  const int code = killRankMidRun(job, 2, 150, log, &after);
+  const std::string out = readText(log);
+  EXPECT_EQ(code, 128 + SIGKILL) << out;
+  EXPECT_LT(after, 20) << out;
+  for (int rank : {0, 1, 3}) {
+    const std::string line = "[" + std::to_string(rank) + "] braid-train: error: rank " +
+                             std::to_string(rank);
+    const size_t at = out.find(line);
+    ASSERT_NE(at, std::string::npos) << "rank " << rank << " did not fail\n" << out;
+    EXPECT_NE(out.substr(at, out.find('\n', at) - at)
+                  .find("worker rank 2 is gone in --mode sync"),
+              std::string::npos)
+        << out;
+  }
+}
+
 // A server killed: every other rank (the other server and both workers) exits with an error
 // naming it, at once rather than at a timeout. Then --resume picks up the servers' checkpoints.
 TEST_F(PsFaults, AsyncKilledServerEndsEveryRankNamingItThenResumeContinues) {
