@@ -284,7 +284,9 @@ class Server {
   }
 
   /// On this server's failure: every worker still here gets a kServerFailed with the error, so
-  /// it ends naming the cause rather than only this server. Best effort, 2 s each.
+  /// it ends naming the cause rather than only this server. Then the server waits (3 s at most)
+  /// for those workers to leave: a worker that pushes before it reads the notice would otherwise
+  /// find this server gone and name that instead. Best effort.
   void tellWorkers(const std::string& error) {
     PsMessage notice(shard_.size());
     PsHeader h;
@@ -292,14 +294,32 @@ class Server {
     h.peer = rank_;
     notice.setHeader(h);
     notice.setText(error);
+    std::vector<WorkerSlot*> told;
     for (auto& w : workers_) {
       if (w->state != WorkerSlot::State::kActive) continue;
       try {
         Request r = w->link->sendAsync(notice);
         r.wait(Deadline::after(2.0));
+        if (w->pushPending) post(*w);  // sync: its receive was not posted again yet
+        told.push_back(w.get());
       } catch (const Error&) {
         w->link->abort();  // it will see the abort instead
       }
+    }
+    const Deadline leave = Deadline::after(3.0);
+    while (!told.empty() && !leave.expired()) {
+      for (auto it = told.begin(); it != told.end();) {
+        WorkerSlot& w = **it;
+        if (!w.recv.test()) {
+          ++it;
+        } else if (w.recv.status() != ErrorCode::kOk) {
+          it = told.erase(it);  // gone
+        } else {
+          post(w);  // a message it sent before reading the notice
+          ++it;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 

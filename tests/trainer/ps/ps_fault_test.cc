@@ -80,7 +80,8 @@ TEST_F(PsFaults, SyncKilledWorkerEndsEveryRankNamingIt) {
   double after = 0;
   const int code = killRankMidRun(job, 2, 150, log, &after);
   const std::string out = readText(log);
-  EXPECT_EQ(code, 128 + SIGKILL) << out;
+  // braidrun exits with the first failure it reaps: the kill, or a survivor's error.
+  EXPECT_TRUE(code == 128 + SIGKILL || code == 1) << code << "\n" << out;
   EXPECT_LT(after, 20) << out;
   for (int rank : {0, 1, 3}) {
     const std::string line = "[" + std::to_string(rank) + "] braid-train: error: rank " +
@@ -102,7 +103,8 @@ TEST_F(PsFaults, AsyncKilledServerEndsEveryRankNamingItThenResumeContinues) {
   const int code = killRankMidRun(
       asyncJob(2, "--checkpoint-every 100 --checkpoint-dir " + ck), 1, 500, log, &after);
   const std::string out = readText(log);
-  EXPECT_EQ(code, 128 + SIGKILL) << out;
+  // braidrun exits with the first failure it reaps: the kill, or a survivor's error.
+  EXPECT_TRUE(code == 128 + SIGKILL || code == 1) << code << "\n" << out;
   EXPECT_LT(after, 20) << "the survivors must not wait for a timeout\n" << out;
   for (int rank : {0, 2, 3}) {
     const std::string line = "[" + std::to_string(rank) + "] braid-train: error: rank " +
