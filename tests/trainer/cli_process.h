@@ -59,8 +59,8 @@ inline pid_t spawnLogged(const std::string& command, const std::string& logFile)
 
 /// The child of `launcher` whose environment has RANK=<rank>; -1 when there is none (yet).
 inline pid_t rankProcess(pid_t launcher, int rank) {
-  std::ifstream children("/proc/" + std::to_string(launcher) + "/task/" +
-                         std::to_string(launcher) + "/children");
+  std::ifstream children("/proc/" + std::to_string(launcher) + "/task/" + std::to_string(launcher) +
+                         "/children");
   const std::string want = "RANK=" + std::to_string(rank);
   for (pid_t child; children >> child;) {
     const std::string env = readText("/proc/" + std::to_string(child) + "/environ");

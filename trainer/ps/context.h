@@ -16,12 +16,12 @@ struct PsContext {
   const TrainOptions& options;
   PsLayout layout;
   PsLinks& links;
-  std::FILE* out;              ///< rank 0's console (nullptr elsewhere)
+  std::FILE* out;  ///< rank 0's console (nullptr elsewhere)
   size_t numParams = 0;
-  uint64_t layoutHash = 0;     ///< ParamStore::layoutHash() of the model
-  int64_t trainSamples = 0;    ///< after --limit-train
-  int64_t batchesPerEpoch = 0; ///< each worker's (= a DDP rank's with as many ranks as workers)
-  int64_t startPosition = 0;   ///< batches each worker has done before (a resumed run: > 0)
+  uint64_t layoutHash = 0;      ///< ParamStore::layoutHash() of the model
+  int64_t trainSamples = 0;     ///< after --limit-train
+  int64_t batchesPerEpoch = 0;  ///< each worker's (= a DDP rank's with as many ranks as workers)
+  int64_t startPosition = 0;    ///< batches each worker has done before (a resumed run: > 0)
 
   int rank() const { return world.rank(); }
   bool async() const { return options.psMode == "async"; }

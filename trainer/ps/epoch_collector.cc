@@ -8,7 +8,7 @@
 namespace braid::trainer::ps {
 
 void WorkerEpoch::toStats(double (&s)[8]) const {
-  const double v[8] = {lossTimesSamples, correct, samples, testCorrect,
+  const double v[8] = {lossTimesSamples, correct, samples,     testCorrect,
                        testSeen,         seconds, waitSeconds, 0};
   std::copy(v, v + 8, s);
 }
@@ -65,13 +65,11 @@ std::vector<EpochStats> EpochCollector::takeComplete() {
     const StalenessStats& st = e.staleness;
     s.extraConsole = fmt::format("  staleness mean {:.2f} max {}  rejected {}  workers {}",
                                  st.mean(), st.max, st.rejected, e.reports.size());
-    s.extraJson = nlohmann::json{{"staleness_mean", st.mean()},
-                                 {"staleness_max", st.max},
-                                 {"gradients_applied", st.applied},
-                                 {"gradients_rejected", st.rejected},
-                                 {"workers_reporting", e.reports.size()},
-                                 {"test_samples", sum.testSeen}}
-                      .dump();
+    s.extraJson =
+        nlohmann::json{{"staleness_mean", st.mean()},           {"staleness_max", st.max},
+                       {"gradients_applied", st.applied},       {"gradients_rejected", st.rejected},
+                       {"workers_reporting", e.reports.size()}, {"test_samples", sum.testSeen}}
+            .dump();
     out.push_back(std::move(s));
     ++next_;
   }

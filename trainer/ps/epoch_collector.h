@@ -49,7 +49,8 @@ class EpochCollector {
   void step(int epoch) { ++epochs_[epoch].steps; }
   void workerLost(int worker) { lost_.insert(worker); }
   /// The epochs (0-based) complete now that were not returned before, as EpochStats (steps:
-  /// optimizer steps of server 0 from the epoch's gradients; the staleness in extraConsole / extraJson).
+  /// optimizer steps of server 0 from the epoch's gradients; the staleness in extraConsole /
+  /// extraJson).
   std::vector<EpochStats> takeComplete();
 
  private:

@@ -19,9 +19,10 @@ Request PsLink::recvAsync(PsMessage& m) {
 }
 
 std::string PsLink::describe(const Error& e, const char* op, size_t bytes) const {
-  return fmt::format("rank {}: {} of {} bytes with rank {} failed: {} (link ranks: 0 = server, "
-                     "1 = worker)",
-                     self_, op, bytes, peer_, e.what());
+  return fmt::format(
+      "rank {}: {} of {} bytes with rank {} failed: {} (link ranks: 0 = server, "
+      "1 = worker)",
+      self_, op, bytes, peer_, e.what());
 }
 
 void PsLink::wait(Request& r, const char* op, const PsMessage& m) {

@@ -6,22 +6,22 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace braid::trainer::ps {
 
 enum class PsKind : int64_t {
   // worker -> server
-  kPull = 1,         ///< send me your shard (no update)
-  kPush = 2,         ///< the payload is a gradient computed on parameters of `version`
-  kEpochStats = 3,   ///< server 0 only: this worker's epoch results in `stats`
-  kDone = 4,         ///< this worker has finished; no more messages
-  kServerLost = 5,   ///< server rank `peer` is gone (the job must end)
+  kPull = 1,        ///< send me your shard (no update)
+  kPush = 2,        ///< the payload is a gradient computed on parameters of `version`
+  kEpochStats = 3,  ///< server 0 only: this worker's epoch results in `stats`
+  kDone = 4,        ///< this worker has finished; no more messages
+  kServerLost = 5,  ///< server rank `peer` is gone (the job must end)
   // server -> worker
-  kParams = 11,      ///< the payload is the shard at `version`
-  kRejected = 12,    ///< the gradient was too stale: the payload is the shard at `version`
+  kParams = 11,        ///< the payload is the shard at `version`
+  kRejected = 12,      ///< the gradient was too stale: the payload is the shard at `version`
   kServerFailed = 13,  ///< the server ends the job; the payload holds its error text
 };
 
@@ -34,8 +34,8 @@ struct PsHeader {
   int64_t staleness = 0;  ///< reply to a push: versions applied between pull and push
   int64_t epoch = 0;      ///< push: the sampler position after this batch (for checkpoints)
   int64_t batch = 0;
-  int64_t peer = -1;      ///< kServerLost: the server's rank
-  double stats[8] = {};   ///< kEpochStats: WorkerEpoch (epoch_collector.h)
+  int64_t peer = -1;     ///< kServerLost: the server's rank
+  double stats[8] = {};  ///< kEpochStats: WorkerEpoch (epoch_collector.h)
 };
 static_assert(sizeof(PsHeader) % sizeof(float) == 0);
 

@@ -24,22 +24,22 @@ namespace {
 std::string runInfo(const PsContext& ctx, int threads) {
   const TrainOptions& o = ctx.options;
   const OptimizerOptions opt = o.optimizerOptions();
-  return nlohmann::json{{"strategy", "ps"},
-                        {"mode", o.psMode},
-                        {"servers", ctx.layout.servers},
-                        {"workers", ctx.layout.workers()},
-                        {"max_staleness", o.maxStaleness ? nlohmann::json(*o.maxStaleness)
-                                                         : nlohmann::json("none")},
-                        {"model", o.model},
-                        {"optimizer", o.optimizer},
-                        {"lr", opt.lr},
-                        {"epochs", o.epochs},
-                        {"global_batch", o.batch},
-                        {"ranks", ctx.layout.worldSize},
-                        {"accum", o.accum},
-                        {"seed", o.seed},
-                        {"threads_per_rank", threads},
-                        {"params", ctx.numParams}}
+  return nlohmann::json{
+      {"strategy", "ps"},
+      {"mode", o.psMode},
+      {"servers", ctx.layout.servers},
+      {"workers", ctx.layout.workers()},
+      {"max_staleness", o.maxStaleness ? nlohmann::json(*o.maxStaleness) : nlohmann::json("none")},
+      {"model", o.model},
+      {"optimizer", o.optimizer},
+      {"lr", opt.lr},
+      {"epochs", o.epochs},
+      {"global_batch", o.batch},
+      {"ranks", ctx.layout.worldSize},
+      {"accum", o.accum},
+      {"seed", o.seed},
+      {"threads_per_rank", threads},
+      {"params", ctx.numParams}}
       .dump();
 }
 
@@ -88,7 +88,8 @@ void runPsTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
                            ctx.batchesPerEpoch);
     ctx.startPosition = resume.position;
     if (ctx.out) {
-      fmt::print(ctx.out, "braid-train: ps resumed from version {} (each worker at epoch {}, "
+      fmt::print(ctx.out,
+                 "braid-train: ps resumed from version {} (each worker at epoch {}, "
                  "batch {})\n",
                  resume.state ? resume.state->step : 0, resume.position / ctx.batchesPerEpoch + 1,
                  resume.position % ctx.batchesPerEpoch);
@@ -99,8 +100,7 @@ void runPsTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
                "braid-train: ps {} ({} params), {} servers (ranks 0..{}) + {} workers, {} mode{}, "
                "{} lr {:g}, global batch {} ({} per worker), {} train samples\n",
                o.model, ctx.numParams, layout.servers, layout.servers - 1, layout.workers(),
-               o.psMode,
-               o.maxStaleness ? fmt::format(" (max staleness {})", *o.maxStaleness) : "",
+               o.psMode, o.maxStaleness ? fmt::format(" (max staleness {})", *o.maxStaleness) : "",
                o.optimizer, o.optimizerOptions().lr, o.batch, o.batch / layout.workers(),
                trainSamples);
     if (size > cores && !envString("BRAID_SPIN_US")) {

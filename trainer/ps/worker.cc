@@ -113,8 +113,9 @@ class Worker {
     std::vector<int64_t> indices;
     bool stop = o.maxSteps > 0 && position >= o.maxSteps;
     for (int epoch = static_cast<int>(position / perEpoch); epoch < o.epochs && !stop; ++epoch) {
+      // The first epoch of a resumed run starts mid-way; the others at batch 0.
       sampler.restore({static_cast<uint64_t>(epoch),
-                       static_cast<uint64_t>(epoch == position / perEpoch ? position % perEpoch : 0)});
+                       static_cast<uint64_t>(position - static_cast<int64_t>(epoch) * perEpoch)});
       BatchSums sums;
       double waitSeconds = 0;
       const auto epochStart = Clock::now();
@@ -141,8 +142,13 @@ class Worker {
       PsHeader h;
       h.kind = PsKind::kEpochStats;
       h.epoch = epoch;
-      WorkerEpoch{sums.lossTimesSamples, sums.correct, sums.samples, eval.correct, eval.seen,
-                  seconds, waitSeconds}
+      WorkerEpoch{sums.lossTimesSamples,
+                  sums.correct,
+                  sums.samples,
+                  eval.correct,
+                  eval.seen,
+                  seconds,
+                  waitSeconds}
           .toStats(h.stats);
       notify(0, h);
     }
@@ -172,8 +178,10 @@ class Worker {
   /// of waiting for this worker, then fail naming it.
   [[noreturn]] void serverLost(ServerSlot& lost, const Error& e) {
     tellOtherServers(lost.rank);
-    fail(e.code(), "rank {} (worker): server rank {} is gone; the job cannot go on without its "
-         "shard: {}", rank_, lost.rank, e.what());
+    fail(e.code(),
+         "rank {} (worker): server rank {} is gone; the job cannot go on without its "
+         "shard: {}",
+         rank_, lost.rank, e.what());
   }
 
   /// Server `failed` ended the job with `error` (which names the cause).

@@ -27,7 +27,8 @@ void forwardBackward(Model& model, const Dataset& train, std::span<const int64_t
                      StepBuffers& b, BatchSums& sums) {
   const size_t micro = indices.size() / static_cast<size_t>(accum);
   for (int k = 0; k < accum; ++k) {
-    const auto part = indices.subspan(k * micro, k + 1 == accum ? indices.size() - k * micro : micro);
+    const auto part =
+        indices.subspan(k * micro, k + 1 == accum ? indices.size() - k * micro : micro);
     loadBatch(train, part, model.inputShape, b.x, b.labels);
     if (k + 1 == accum && beforeLastBackward) beforeLastBackward();
     const LossResult r = b.ce.forward(model.net.forward(b.x), b.labels);

@@ -47,15 +47,15 @@ void EpochLog::add(const EpochStats& s) {
   doc["epochs"] = nlohmann::json::array();
   for (const EpochStats& r : rows_) {
     nlohmann::json row = {{"epoch", r.epoch},
-                             {"steps", r.steps},
-                             {"train_loss", r.trainLoss},
-                             {"train_acc", r.trainAcc},
-                             {"test_acc", r.testAcc},
-                             {"samples_per_s", r.samplesPerSec},
-                             {"comm_wait_share", r.commWaitShare},
-                             {"seconds", r.seconds},
-                             {"skipped_steps", r.skippedSteps},
-                             {"loss_scale", r.lossScale}};
+                          {"steps", r.steps},
+                          {"train_loss", r.trainLoss},
+                          {"train_acc", r.trainAcc},
+                          {"test_acc", r.testAcc},
+                          {"samples_per_s", r.samplesPerSec},
+                          {"comm_wait_share", r.commWaitShare},
+                          {"seconds", r.seconds},
+                          {"skipped_steps", r.skippedSteps},
+                          {"loss_scale", r.lossScale}};
     if (!r.extraJson.empty()) row.update(nlohmann::json::parse(r.extraJson));
     doc["epochs"].push_back(row);
   }

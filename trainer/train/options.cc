@@ -147,8 +147,7 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 "--strategy '{}' is unknown; use ddp or ps", o.strategy);
   if (o.strategy == "ps") {
     BRAID_ENFORCE(o.psServers >= 1, ErrorCode::kInvalidUsage,
-                  "--strategy ps needs --ps N with N >= 1 server ranks (got --ps {})",
-                  o.psServers);
+                  "--strategy ps needs --ps N with N >= 1 server ranks (got --ps {})", o.psServers);
     BRAID_ENFORCE(o.psMode == "sync" || o.psMode == "async", ErrorCode::kInvalidUsage,
                   "--mode '{}' is unknown; use sync or async", o.psMode);
     BRAID_ENFORCE(!o.maxStaleness || o.psMode == "async", ErrorCode::kInvalidUsage,
@@ -157,16 +156,15 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
     BRAID_ENFORCE(!o.maxStaleness || *o.maxStaleness >= 0, ErrorCode::kInvalidUsage,
                   "--max-staleness {} must not be negative", o.maxStaleness.value_or(0));
     BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
-                  "--precision {} is for --strategy ddp; ps sends float32 gradients",
-                  o.precision);
+                  "--precision {} is for --strategy ddp; ps sends float32 gradients", o.precision);
     BRAID_ENFORCE(!o.checkSync, ErrorCode::kInvalidUsage,
                   "--check-sync is for --strategy ddp (ps workers pull one copy from the "
                   "servers)");
   } else {
-    BRAID_ENFORCE(o.psServers == 0 && o.psMode == "sync" && !o.maxStaleness &&
-                      o.stalenessLog.empty(),
-                  ErrorCode::kInvalidUsage,
-                  "--ps, --mode, --max-staleness and --staleness-log need --strategy ps");
+    BRAID_ENFORCE(
+        o.psServers == 0 && o.psMode == "sync" && !o.maxStaleness && o.stalenessLog.empty(),
+        ErrorCode::kInvalidUsage,
+        "--ps, --mode, --max-staleness and --staleness-log need --strategy ps");
   }
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
@@ -188,8 +186,7 @@ void validateForWorld(const TrainOptions& o, int worldSize) {
   const int data = o.dataRanks(worldSize);
   const char* what = o.strategy == "ps" ? "workers" : "ranks";
   BRAID_ENFORCE(o.batch % data == 0, ErrorCode::kInvalidUsage,
-                "--batch {} (the global batch) is not divisible by the {} {}", o.batch, data,
-                what);
+                "--batch {} (the global batch) is not divisible by the {} {}", o.batch, data, what);
   const int64_t perRank = o.batch / data;
   BRAID_ENFORCE(perRank % o.accum == 0, ErrorCode::kInvalidUsage,
                 "the per-rank batch {} (--batch {} / {} {}) is not divisible by --accum {}",

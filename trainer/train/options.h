@@ -44,7 +44,7 @@ struct TrainOptions {
   int psServers = 0;               ///< --ps N: ranks 0..N-1 hold the parameters (strategy ps)
   std::string psMode = "sync";     ///< ps: "sync" (every worker each step) or "async"
   std::optional<int64_t> maxStaleness;  ///< ps async: apply no update more than K versions old
-  std::string stalenessLog;        ///< ps: JSON lines, one per update a server received
+  std::string stalenessLog;             ///< ps: JSON lines, one per update a server received
 
   /// The ranks that compute gradients on data: all of them for ddp, the workers for ps.
   int dataRanks(int worldSize) const;

@@ -235,8 +235,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
       const auto stepStart = Clock::now();
       store.zeroGrads();
       // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
-      forwardBackward(*model, train, indices, o.accum, fp16 ? scaler.scale() : 1.0f,
-                      [&sync] { sync.arm(); }, buffers, sums);
+      forwardBackward(
+          *model, train, indices, o.accum, fp16 ? scaler.scale() : 1.0f, [&sync] { sync.arm(); },
+          buffers, sums);
       sync.finishBackward();
       if (fp16) {
         waitSeconds += sync.stepAndWaitScaled(opt, store.params(), scaler).waitSeconds;

@@ -15,7 +15,7 @@ class PsCli : public PsRun {};
 void expectFailsSaying(const CliResult& r, const std::string& text) {
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find(text), std::string::npos) << "expected '" << text << "' in:\n"
-                                                     << r.output;
+                                                    << r.output;
 }
 
 TEST_F(PsCli, BadFlagsNameWhatIsWrong) {
@@ -51,9 +51,9 @@ TEST_F(PsCli, BadFlagsNameWhatIsWrong) {
 TEST_F(PsCli, SyncMatchesDdpOverAsManyDataRanks) {
   const std::string twoWorkers =
       "--optimizer adam --limit-test 100 --epochs 2 --batch 64 --limit-train 640 ";
-  ASSERT_EQ(runCli(train(2, twoWorkers + "--max-steps 15 --dump-params " + path("ddp2.bin")))
-                .exitCode,
-            0);
+  ASSERT_EQ(
+      runCli(train(2, twoWorkers + "--max-steps 15 --dump-params " + path("ddp2.bin"))).exitCode,
+      0);
   struct Layout {
     int ranks, servers;
   };
@@ -70,18 +70,16 @@ TEST_F(PsCli, SyncMatchesDdpOverAsManyDataRanks) {
         << "ps with " << l.servers << " server(s) differs from ddp on 2 ranks";
   }
   // Not a no-op: 5 steps end elsewhere.
-  ASSERT_EQ(runCli(train(2, twoWorkers + "--max-steps 5 --dump-params " + path("five.bin")))
-                .exitCode,
-            0);
+  ASSERT_EQ(
+      runCli(train(2, twoWorkers + "--max-steps 5 --dump-params " + path("five.bin"))).exitCode, 0);
   EXPECT_FALSE(readText(path("five.bin")) == readText(path("ddp2.bin")));
 
   const std::string threeWorkers =
       "--optimizer adam --limit-test 100 --epochs 2 --batch 96 --limit-train 960 --max-steps 15 ";
   ASSERT_EQ(runCli(train(3, threeWorkers + "--dump-params " + path("ddp3.bin"))).exitCode, 0);
-  ASSERT_EQ(
-      runCli(train(4, threeWorkers + "--strategy ps --ps 1 --dump-params " + path("ps3.bin")))
-          .exitCode,
-      0);
+  ASSERT_EQ(runCli(train(4, threeWorkers + "--strategy ps --ps 1 --dump-params " + path("ps3.bin")))
+                .exitCode,
+            0);
   const std::vector<float> a = readFloats(path("ddp3.bin")), b = readFloats(path("ps3.bin"));
   ASSERT_EQ(a.size(), 235146u);
   ASSERT_EQ(b.size(), a.size());
@@ -95,10 +93,11 @@ TEST_F(PsCli, SyncMatchesDdpOverAsManyDataRanks) {
 // the lines add up to the summary, and the JSON log carries the staleness per epoch.
 TEST_F(PsCli, AsyncLogsTheStalenessOfEveryUpdateAndBoundsIt) {
   const std::string log = path("staleness.jsonl"), json = path("run.json");
-  const CliResult r = runCli(train(4, "--strategy ps --ps 1 --mode async --max-staleness 1 "
-                                      "--optimizer adam --batch 96 --limit-train 3840 "
-                                      "--limit-test 500 --epochs 2 --staleness-log " +
-                                          log + " --log " + json));
+  const CliResult r = runCli(train(4,
+                                   "--strategy ps --ps 1 --mode async --max-staleness 1 "
+                                   "--optimizer adam --batch 96 --limit-train 3840 "
+                                   "--limit-test 500 --epochs 2 --staleness-log " +
+                                       log + " --log " + json));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   int64_t applied = 0, rejected = 0, lines = 0, maxSeen = 0;
   std::istringstream in(readText(log));
@@ -136,7 +135,8 @@ TEST_F(PsCli, AsyncLogsTheStalenessOfEveryUpdateAndBoundsIt) {
   }
   EXPECT_EQ(logged, lines);
   // It learns: the second epoch's loss is below the first's, and the test accuracy is sane.
-  EXPECT_LT(doc["epochs"][1]["train_loss"].get<double>(), doc["epochs"][0]["train_loss"].get<double>());
+  EXPECT_LT(doc["epochs"][1]["train_loss"].get<double>(),
+            doc["epochs"][0]["train_loss"].get<double>());
   EXPECT_GT(doc["epochs"][1]["test_acc"].get<double>(), 0.6);
 }
 

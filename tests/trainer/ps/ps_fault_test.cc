@@ -29,6 +29,22 @@ class PsFaults : public PsRun {
                  "--settle 100");
   }
 
+  /// Each of `ranks` printed braid-train's error line (so it exited with status 1), and that
+  /// line says `text`.
+  static void expectEveryRankFailedSaying(const std::string& out, std::initializer_list<int> ranks,
+                                          const std::string& text) {
+    for (int rank : ranks) {
+      std::string line = "[";
+      line.append(std::to_string(rank)).append("] braid-train: error: rank ");
+      line.append(std::to_string(rank));
+      const size_t at = out.find(line);
+      ASSERT_NE(at, std::string::npos) << "rank " << rank << " did not fail\n" << out;
+      EXPECT_NE(out.substr(at, out.find('\n', at) - at).find(text), std::string::npos)
+          << "rank " << rank << " does not say '" << text << "'\n"
+          << out;
+    }
+  }
+
   /// Starts `command`, waits until its staleness log has `lines` lines, SIGKILLs rank `victim`
   /// and waits for the launcher (at most 60 s). Returns its exit code; the output is in `log`.
   int killRankMidRun(const std::string& command, int victim, size_t lines, const std::string& log,
@@ -36,8 +52,7 @@ class PsFaults : public PsRun {
     const pid_t launcher = spawnLogged(command, log);
     EXPECT_GT(launcher, 0);
     if (launcher <= 0) return -1;
-    const bool started =
-        waitUntil([&] { return lineCount(path("staleness.jsonl")) >= lines; }, 60);
+    const bool started = waitUntil([&] { return lineCount(path("staleness.jsonl")) >= lines; }, 60);
     const pid_t rank = rankProcess(launcher, victim);
     EXPECT_TRUE(started && rank > 0) << "the job never got going:\n" << readText(log);
     if (rank > 0) ::kill(rank, SIGKILL);
@@ -52,9 +67,8 @@ class PsFaults : public PsRun {
 TEST_F(PsFaults, AsyncKilledWorkerDoesNotStopTheOthers) {
   const std::string log = path("job.log"), json = path("run.json");
   double after = 0;
-  const int code = killRankMidRun(asyncJob(1, "--log " + json + " --dump-params " +
-                                                  path("final.bin")),
-                                  3, 150, log, &after);
+  const int code = killRankMidRun(
+      asyncJob(1, "--log " + json + " --dump-params " + path("final.bin")), 3, 150, log, &after);
   const std::string out = readText(log);
   EXPECT_EQ(code, 128 + SIGKILL) << "braidrun reports the killed rank\n" << out;
   EXPECT_NE(out.find("server rank 0: worker rank 3 lost at version"), std::string::npos) << out;
@@ -75,7 +89,8 @@ TEST_F(PsFaults, SyncKilledWorkerEndsEveryRankNamingIt) {
   const std::string job = train(4,
                                 "--strategy ps --ps 1 --optimizer adam --batch 96 "
                                 "--limit-train 30000 --limit-test 300 --epochs 2 "
-                                "--staleness-log " + path("staleness.jsonl"),
+                                "--staleness-log " +
+                                    path("staleness.jsonl"),
                                 "--settle 100");
   double after = 0;
   const int code = killRankMidRun(job, 2, 150, log, &after);
@@ -83,16 +98,7 @@ TEST_F(PsFaults, SyncKilledWorkerEndsEveryRankNamingIt) {
   // braidrun exits with the first failure it reaps: the kill, or a survivor's error.
   EXPECT_TRUE(code == 128 + SIGKILL || code == 1) << code << "\n" << out;
   EXPECT_LT(after, 20) << out;
-  for (int rank : {0, 1, 3}) {
-    const std::string line = "[" + std::to_string(rank) + "] braid-train: error: rank " +
-                             std::to_string(rank);
-    const size_t at = out.find(line);
-    ASSERT_NE(at, std::string::npos) << "rank " << rank << " did not fail\n" << out;
-    EXPECT_NE(out.substr(at, out.find('\n', at) - at)
-                  .find("worker rank 2 is gone in --mode sync"),
-              std::string::npos)
-        << out;
-  }
+  expectEveryRankFailedSaying(out, {0, 1, 3}, "worker rank 2 is gone in --mode sync");
 }
 
 // A server killed: every other rank (the other server and both workers) exits with an error
@@ -100,21 +106,13 @@ TEST_F(PsFaults, SyncKilledWorkerEndsEveryRankNamingIt) {
 TEST_F(PsFaults, AsyncKilledServerEndsEveryRankNamingItThenResumeContinues) {
   const std::string log = path("job.log"), ck = path("ck");
   double after = 0;
-  const int code = killRankMidRun(
-      asyncJob(2, "--checkpoint-every 100 --checkpoint-dir " + ck), 1, 500, log, &after);
+  const int code = killRankMidRun(asyncJob(2, "--checkpoint-every 100 --checkpoint-dir " + ck), 1,
+                                  500, log, &after);
   const std::string out = readText(log);
   // braidrun exits with the first failure it reaps: the kill, or a survivor's error.
   EXPECT_TRUE(code == 128 + SIGKILL || code == 1) << code << "\n" << out;
   EXPECT_LT(after, 20) << "the survivors must not wait for a timeout\n" << out;
-  for (int rank : {0, 2, 3}) {
-    const std::string line = "[" + std::to_string(rank) + "] braid-train: error: rank " +
-                             std::to_string(rank);
-    const size_t at = out.find(line);
-    ASSERT_NE(at, std::string::npos) << "rank " << rank << " did not fail\n" << out;
-    EXPECT_NE(out.substr(at, out.find('\n', at) - at).find("server rank 1 is gone"),
-              std::string::npos)
-        << out;
-  }
+  expectEveryRankFailedSaying(out, {0, 2, 3}, "server rank 1 is gone");
   ASSERT_TRUE(fs::exists(ck + "/server-0") && fs::exists(ck + "/server-1")) << out;
 
   fs::remove(path("staleness.jsonl"));
@@ -133,8 +131,7 @@ TEST_F(PsFaults, AsyncKilledServerEndsEveryRankNamingItThenResumeContinues) {
   // pushes each to both servers. The resumed run does exactly what was left.
   const int64_t position = (epoch - 1) * 313 + batch;
   EXPECT_GT(position, 0);
-  EXPECT_EQ(static_cast<int64_t>(lineCount(path("staleness.jsonl"))),
-            2 * 2 * (2 * 313 - position))
+  EXPECT_EQ(static_cast<int64_t>(lineCount(path("staleness.jsonl"))), 2 * 2 * (2 * 313 - position))
       << r.output;
 }
 
@@ -155,15 +152,15 @@ TEST_F(PsFaults, SyncStopThenResumeIsBitIdentical) {
     r = runCli(train(4, common + "--max-steps 10 --resume --checkpoint-dir " + ck +
                             " --dump-params " + resumed));
     ASSERT_EQ(r.exitCode, 0) << r.output;
-    EXPECT_NE(r.output.find("ps resumed from version " + std::to_string(stopAt)),
-              std::string::npos)
+    EXPECT_NE(r.output.find("ps resumed from version " + std::to_string(stopAt)), std::string::npos)
         << r.output;
     EXPECT_TRUE(readText(resumed) == readText(path("full.bin"))) << "stopped at " << stopAt;
   }
   // Another server count splits the parameters elsewhere: server 0's checkpoint is refused.
-  const CliResult r = runCli(train(3, "--strategy ps --ps 1 --optimizer adam --batch 64 "
-                                      "--limit-train 384 --epochs 5 --resume --checkpoint-dir " +
-                                          path("ck6")));
+  const CliResult r = runCli(train(3,
+                                   "--strategy ps --ps 1 --optimizer adam --batch 64 "
+                                   "--limit-train 384 --epochs 5 --resume --checkpoint-dir " +
+                                       path("ck6")));
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("layout"), std::string::npos) << r.output;
 }
