@@ -70,16 +70,12 @@ void runPsTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
   }
   world.broadcast(&trainSamples, &trainSamples, 1, DataType::kInt64, layout.workerRank(0));
 
-  SamplerOptions so;
-  so.datasetSize = trainSamples;
-  so.worldSize = layout.workers();
-  so.globalBatch = o.batch;
-  so.dropLastBatch = o.accum > 1;
   PsContext ctx{world, o, layout, links, rank == 0 ? out : nullptr};
   ctx.numParams = model->store.numParams();
   ctx.layoutHash = model->store.layoutHash();
   ctx.trainSamples = trainSamples;
-  ctx.batchesPerEpoch = DistributedSampler(so).batchesPerEpoch(o.batch);
+  ctx.batchesPerEpoch = DistributedSampler(o.samplerOptions(trainSamples, 0, layout.workers()))
+                            .batchesPerEpoch(o.batch);
 
   ResumePoint resume;
   if (o.resume) {

@@ -95,15 +95,7 @@ class Worker {
   void run(const Dataset& train, const Dataset& test) {
     const TrainOptions& o = ctx_.options;
     const int index = ctx_.layout.workerIndex(rank_), workers = ctx_.layout.workers();
-    SamplerOptions so;
-    so.datasetSize = train.count;
-    so.rank = index;
-    so.worldSize = workers;
-    so.globalBatch = o.batch;
-    so.seed = o.seed;
-    so.shuffle = true;
-    so.dropLastBatch = o.accum > 1;
-    DistributedSampler sampler(so);
+    DistributedSampler sampler(o.samplerOptions(train.count, index, workers));
     const int64_t perEpoch = ctx_.batchesPerEpoch;
     int64_t position = ctx_.startPosition;
     const std::vector<int> everyServer = allServers();

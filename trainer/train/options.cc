@@ -23,6 +23,19 @@ int TrainOptions::dataRanks(int worldSize) const {
   return strategy == "ps" ? worldSize - psServers : worldSize;
 }
 
+SamplerOptions TrainOptions::samplerOptions(int64_t datasetSize, int dataRank,
+                                            int dataRanks) const {
+  SamplerOptions so;
+  so.datasetSize = datasetSize;
+  so.rank = dataRank;
+  so.worldSize = dataRanks;
+  so.globalBatch = batch;
+  so.seed = seed;
+  so.shuffle = true;
+  so.dropLastBatch = accum > 1;
+  return so;
+}
+
 LossScalerOptions TrainOptions::lossScalerOptions() const {
   LossScalerOptions o;
   o.initScale = initScale;

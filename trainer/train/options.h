@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "trainer/data/sampler.h"
 #include "trainer/nn/optimizer.h"
 #include "trainer/train/loss_scaler.h"
 
@@ -48,6 +49,11 @@ struct TrainOptions {
 
   /// The ranks that compute gradients on data: all of them for ddp, the workers for ps.
   int dataRanks(int worldSize) const;
+
+  /// How data rank `dataRank` of `dataRanks` takes its batches of a `datasetSize`-sample set:
+  /// shuffled by --seed, global batch --batch, the short last batch dropped with --accum > 1
+  /// (so every micro-batch has the same size).
+  SamplerOptions samplerOptions(int64_t datasetSize, int dataRank, int dataRanks) const;
 
   /// The loss scaler settings these flags give (meaningful with --precision fp16).
   LossScalerOptions lossScalerOptions() const;

@@ -140,15 +140,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   sync.setHalfPrecision(fp16);
   LossScaler scaler(o.lossScalerOptions());
 
-  SamplerOptions so;
-  so.datasetSize = train.count;
-  so.rank = rank;
-  so.worldSize = ranks;
-  so.globalBatch = o.batch;
-  so.seed = o.seed;
-  so.shuffle = true;
-  so.dropLastBatch = o.accum > 1;  // keeps every micro-batch the same size
-  DistributedSampler sampler(so);
+  DistributedSampler sampler(o.samplerOptions(train.count, rank, ranks));
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
 
   OptimizerOptions optOptions = o.optimizerOptions();
