@@ -15,9 +15,9 @@ std::string formatEpoch(const EpochStats& s, int epochs) {
   if (s.fp16) fp16 = fmt::format("  skipped {}  loss scale {:g}", s.skippedSteps, s.lossScale);
   return fmt::format(
       "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  samples/s {:.0f}  "
-      "comm wait {:.1f}%  ({:.1f} s){}",
+      "comm wait {:.1f}%  ({:.1f} s){}{}",
       s.epoch, epochs, s.trainLoss, 100 * s.trainAcc, 100 * s.testAcc, s.samplesPerSec,
-      100 * s.commWaitShare, s.seconds, fp16);
+      100 * s.commWaitShare, s.seconds, fp16, s.extraConsole);
 }
 
 EpochLog::EpochLog(std::string path, std::string runInfoJson)
@@ -46,16 +46,18 @@ void EpochLog::add(const EpochStats& s) {
   doc["run"] = nlohmann::json::parse(runInfoJson_);
   doc["epochs"] = nlohmann::json::array();
   for (const EpochStats& r : rows_) {
-    doc["epochs"].push_back({{"epoch", r.epoch},
-                             {"steps", r.steps},
-                             {"train_loss", r.trainLoss},
-                             {"train_acc", r.trainAcc},
-                             {"test_acc", r.testAcc},
-                             {"samples_per_s", r.samplesPerSec},
-                             {"comm_wait_share", r.commWaitShare},
-                             {"seconds", r.seconds},
-                             {"skipped_steps", r.skippedSteps},
-                             {"loss_scale", r.lossScale}});
+    nlohmann::json row = {{"epoch", r.epoch},
+                          {"steps", r.steps},
+                          {"train_loss", r.trainLoss},
+                          {"train_acc", r.trainAcc},
+                          {"test_acc", r.testAcc},
+                          {"samples_per_s", r.samplesPerSec},
+                          {"comm_wait_share", r.commWaitShare},
+                          {"seconds", r.seconds},
+                          {"skipped_steps", r.skippedSteps},
+                          {"loss_scale", r.lossScale}};
+    if (!r.extraJson.empty()) row.update(nlohmann::json::parse(r.extraJson));
+    doc["epochs"].push_back(row);
   }
   const std::string tmp = path_ + ".tmp";
   {

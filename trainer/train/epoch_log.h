@@ -19,6 +19,10 @@ struct EpochStats {
   bool fp16 = false;         ///< --precision fp16: the console line shows the two below
   int64_t skippedSteps = 0;  ///< fp16: steps skipped for inf/NaN gradients in this epoch
   double lossScale = 1;      ///< fp16: the loss scale at the end of the epoch (fp32: 1)
+  /// A strategy's own fields: appended to the console line, and (a JSON object's text, "" for
+  /// none) merged into the epoch's JSON row; the CSV log leaves them out.
+  std::string extraConsole;
+  std::string extraJson;
 };
 
 /// The console line of an epoch.

@@ -19,6 +19,23 @@ OptimizerOptions TrainOptions::optimizerOptions() const {
   return o;
 }
 
+int TrainOptions::dataRanks(int worldSize) const {
+  return strategy == "ps" ? worldSize - psServers : worldSize;
+}
+
+SamplerOptions TrainOptions::samplerOptions(int64_t datasetSize, int dataRank,
+                                            int dataRanks) const {
+  SamplerOptions so;
+  so.datasetSize = datasetSize;
+  so.rank = dataRank;
+  so.worldSize = dataRanks;
+  so.globalBatch = batch;
+  so.seed = seed;
+  so.shuffle = true;
+  so.dropLastBatch = accum > 1;
+  return so;
+}
+
 LossScalerOptions TrainOptions::lossScalerOptions() const {
   LossScalerOptions o;
   o.initScale = initScale;
@@ -88,6 +105,19 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   app.add_flag("--resume", o.resume,
                "continue from the newest complete checkpoint in --checkpoint-dir "
                "(same model, rank count, --batch, optimizer, --seed and data)");
+  app.add_option("--strategy", o.strategy,
+                 "ddp: data parallel (all-reduce); ps: parameter servers (trainer/ps/README.md)")
+      ->capture_default_str();
+  app.add_option("--ps", o.psServers,
+                 "ps: ranks 0..N-1 are servers holding the parameters, the others workers");
+  app.add_option("--mode", o.psMode,
+                 "ps: sync (every worker's gradient each step, = ddp over the workers) or async")
+      ->capture_default_str();
+  app.add_option("--max-staleness", o.maxStaleness,
+                 "ps async: a gradient more than K versions old is not applied; its worker "
+                 "pulls fresh parameters and computes it again (default: no bound)");
+  app.add_option("--staleness-log", o.stalenessLog,
+                 "ps: the servers append one JSON line per update received (staleness, worker)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +156,29 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 "--checkpoint-every {} needs --checkpoint-dir DIR", o.checkpointEvery);
   BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
                 "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
+  BRAID_ENFORCE(o.strategy == "ddp" || o.strategy == "ps", ErrorCode::kInvalidUsage,
+                "--strategy '{}' is unknown; use ddp or ps", o.strategy);
+  if (o.strategy == "ps") {
+    BRAID_ENFORCE(o.psServers >= 1, ErrorCode::kInvalidUsage,
+                  "--strategy ps needs --ps N with N >= 1 server ranks (got --ps {})", o.psServers);
+    BRAID_ENFORCE(o.psMode == "sync" || o.psMode == "async", ErrorCode::kInvalidUsage,
+                  "--mode '{}' is unknown; use sync or async", o.psMode);
+    BRAID_ENFORCE(!o.maxStaleness || o.psMode == "async", ErrorCode::kInvalidUsage,
+                  "--max-staleness {} needs --mode async (sync mode has no stale updates)",
+                  o.maxStaleness.value_or(0));
+    BRAID_ENFORCE(!o.maxStaleness || *o.maxStaleness >= 0, ErrorCode::kInvalidUsage,
+                  "--max-staleness {} must not be negative", o.maxStaleness.value_or(0));
+    BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
+                  "--precision {} is for --strategy ddp; ps sends float32 gradients", o.precision);
+    BRAID_ENFORCE(!o.checkSync, ErrorCode::kInvalidUsage,
+                  "--check-sync is for --strategy ddp (ps workers pull one copy from the "
+                  "servers)");
+  } else {
+    BRAID_ENFORCE(
+        o.psServers == 0 && o.psMode == "sync" && !o.maxStaleness && o.stalenessLog.empty(),
+        ErrorCode::kInvalidUsage,
+        "--ps, --mode, --max-staleness and --staleness-log need --strategy ps");
+  }
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
       std::string e(ext);
@@ -139,13 +192,18 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
 }
 
 void validateForWorld(const TrainOptions& o, int worldSize) {
-  BRAID_ENFORCE(o.batch % worldSize == 0, ErrorCode::kInvalidUsage,
-                "--batch {} (the global batch) is not divisible by the {} ranks", o.batch,
-                worldSize);
-  const int64_t perRank = o.batch / worldSize;
+  BRAID_ENFORCE(o.strategy != "ps" || o.psServers < worldSize, ErrorCode::kInvalidUsage,
+                "--ps {} leaves no worker: the job has {} rank(s), and the servers are ranks "
+                "0..{} (use --ps < ranks)",
+                o.psServers, worldSize, o.psServers - 1);
+  const int data = o.dataRanks(worldSize);
+  const char* what = o.strategy == "ps" ? "workers" : "ranks";
+  BRAID_ENFORCE(o.batch % data == 0, ErrorCode::kInvalidUsage,
+                "--batch {} (the global batch) is not divisible by the {} {}", o.batch, data, what);
+  const int64_t perRank = o.batch / data;
   BRAID_ENFORCE(perRank % o.accum == 0, ErrorCode::kInvalidUsage,
-                "the per-rank batch {} (--batch {} / {} ranks) is not divisible by --accum {}",
-                perRank, o.batch, worldSize, o.accum);
+                "the per-rank batch {} (--batch {} / {} {}) is not divisible by --accum {}",
+                perRank, o.batch, data, what, o.accum);
 }
 
 }  // namespace braid::trainer

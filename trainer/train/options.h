@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "trainer/data/sampler.h"
 #include "trainer/nn/optimizer.h"
 #include "trainer/train/loss_scaler.h"
 
@@ -40,6 +41,19 @@ struct TrainOptions {
   std::string checkpointDir;       ///< where checkpoints are written / resumed from
   int64_t checkpointEvery = 0;     ///< rank 0 writes a checkpoint every K steps; 0: never
   bool resume = false;             ///< continue from the newest complete checkpoint
+  std::string strategy = "ddp";    ///< "ddp" (data parallel) or "ps" (parameter server, trainer/ps)
+  int psServers = 0;               ///< --ps N: ranks 0..N-1 hold the parameters (strategy ps)
+  std::string psMode = "sync";     ///< ps: "sync" (every worker each step) or "async"
+  std::optional<int64_t> maxStaleness;  ///< ps async: apply no update more than K versions old
+  std::string stalenessLog;             ///< ps: JSON lines, one per update a server received
+
+  /// The ranks that compute gradients on data: all of them for ddp, the workers for ps.
+  int dataRanks(int worldSize) const;
+
+  /// How data rank `dataRank` of `dataRanks` takes its batches of a `datasetSize`-sample set:
+  /// shuffled by --seed, global batch --batch, the short last batch dropped with --accum > 1
+  /// (so every micro-batch has the same size).
+  SamplerOptions samplerOptions(int64_t datasetSize, int dataRank, int dataRanks) const;
 
   /// The loss scaler settings these flags give (meaningful with --precision fp16).
   LossScalerOptions lossScalerOptions() const;
@@ -60,8 +74,9 @@ struct ParseResult {
 /// communicator (precision, model, optimizer, numbers in range) throw Error(kInvalidUsage).
 ParseResult parseTrainOptions(int argc, const char* const* argv);
 
-/// Checks the flags that depend on the rank count: the global batch must be a multiple of
-/// `worldSize`, and the per-rank batch a multiple of --accum. Throws Error(kInvalidUsage).
+/// Checks the flags that depend on the rank count: the global batch must be a multiple of the
+/// data ranks (dataRanks()), and the per-rank batch a multiple of --accum; --ps must leave at
+/// least one worker. Throws Error(kInvalidUsage).
 void validateForWorld(const TrainOptions& options, int worldSize);
 
 }  // namespace braid::trainer

@@ -17,6 +17,7 @@
 #include "trainer/nn/blas.h"
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
+#include "trainer/train/batch_step.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"
 #include "trainer/train/loss_scaler.h"
@@ -32,42 +33,10 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// Keeps the first `limit` samples (0 or more than there are: all).
-void truncate(Dataset& data, int64_t limit) {
-  if (limit <= 0 || limit >= data.count) return;
-  data.count = limit;
-  data.images.resize(static_cast<size_t>(limit * data.imageSize()));
-  data.labels.resize(static_cast<size_t>(limit));
-}
-
-/// Fills `x` ([n, inputShape...]) and `labels` with the samples `indices`.
-void loadBatch(const Dataset& data, std::span<const int64_t> indices,
-               const std::vector<int>& inputShape, Tensor& x, std::vector<int32_t>& labels) {
-  std::vector<int> shape{static_cast<int>(indices.size())};
-  shape.insert(shape.end(), inputShape.begin(), inputShape.end());
-  x.resize(shape);
-  labels.resize(indices.size());
-  gatherBatch(data, indices, std::span<float>(x.data), std::span<int32_t>(labels));
-}
-
 /// Test accuracy: each rank evaluates a strided share of `test`; the counts are summed.
 double evaluate(Communicator& comm, Model& model, const Dataset& test) {
-  constexpr int64_t kEvalBatch = 500;
-  model.net.setTraining(false);
-  std::vector<int64_t> mine;
-  for (int64_t i = comm.rank(); i < test.count; i += comm.size()) mine.push_back(i);
-  SoftmaxCrossEntropy ce;
-  Tensor x;
-  std::vector<int32_t> labels;
-  double counts[2] = {0, 0};  // correct, seen
-  for (size_t at = 0; at < mine.size(); at += kEvalBatch) {
-    const size_t n = std::min<size_t>(kEvalBatch, mine.size() - at);
-    loadBatch(test, std::span<const int64_t>(mine).subspan(at, n), model.inputShape, x, labels);
-    const LossResult r = ce.forward(model.net.forward(x), labels);
-    counts[0] += static_cast<double>(r.correct);
-    counts[1] += static_cast<double>(r.count);
-  }
-  model.net.setTraining(true);
+  const EvalCounts mine = countCorrect(model, test, comm.rank(), comm.size());
+  double counts[2] = {mine.correct, mine.seen};
   comm.allReduce(counts, counts, 2, DataType::kFloat64, RedOp::kSum);
   return counts[1] > 0 ? counts[0] / counts[1] : 0.0;
 }
@@ -146,8 +115,8 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   const std::string dir = o.dataDir.empty() ? kDefaultFashionMnistDir : o.dataDir;
   Dataset train = loadFashionMnist(dir, Split::kTrain);
   Dataset test = loadFashionMnist(dir, Split::kTest);
-  truncate(train, o.limitTrain);
-  truncate(test, o.limitTest);
+  truncateDataset(train, o.limitTrain);
+  truncateDataset(test, o.limitTest);
 
   auto model = makeModel(o.model, o.seed);
   ParamStore& store = model->store;
@@ -171,15 +140,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   sync.setHalfPrecision(fp16);
   LossScaler scaler(o.lossScalerOptions());
 
-  SamplerOptions so;
-  so.datasetSize = train.count;
-  so.rank = rank;
-  so.worldSize = ranks;
-  so.globalBatch = o.batch;
-  so.seed = o.seed;
-  so.shuffle = true;
-  so.dropLastBatch = o.accum > 1;  // keeps every micro-batch the same size
-  DistributedSampler sampler(so);
+  DistributedSampler sampler(o.samplerOptions(train.count, rank, ranks));
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
 
   OptimizerOptions optOptions = o.optimizerOptions();
@@ -245,9 +206,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     std::fflush(out);
   }
 
-  SoftmaxCrossEntropy ce;
-  Tensor x;
-  std::vector<int32_t> labels;
+  StepBuffers buffers;
   std::vector<int64_t> indices;
   TrainSummary summary;
   summary.steps = resumedStep;
@@ -259,7 +218,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
       sampler.setEpoch(static_cast<uint64_t>(epoch));
     }
     Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !lead || o.quiet);
-    double sums[3] = {0, 0, 0};  // loss x samples, correct, samples (this rank)
+    BatchSums sums;  // this rank's samples
     double stepSeconds = 0, waitSeconds = 0;
     int64_t steps = 0;
     const int64_t skippedBefore = scaler.skippedSteps();
@@ -267,20 +226,10 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     while (sampler.next(indices)) {
       const auto stepStart = Clock::now();
       store.zeroGrads();
-      const size_t micro = indices.size() / static_cast<size_t>(o.accum);
-      for (int k = 0; k < o.accum; ++k) {
-        const auto part = std::span<const int64_t>(indices).subspan(
-            k * micro, k + 1 == o.accum ? indices.size() - k * micro : micro);
-        loadBatch(train, part, model->inputShape, x, labels);
-        if (k + 1 == o.accum) sync.arm();  // the last micro-batch's backward starts the sync
-        const LossResult r = ce.forward(model->net.forward(x), labels);
-        // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
-        const float lossScale = fp16 ? scaler.scale() : 1.0f;
-        model->net.backward(ce.backward(lossScale / static_cast<float>(o.accum)));
-        sums[0] += r.loss * static_cast<double>(r.count);
-        sums[1] += static_cast<double>(r.correct);
-        sums[2] += static_cast<double>(r.count);
-      }
+      // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
+      forwardBackward(
+          *model, train, indices, o.accum, fp16 ? scaler.scale() : 1.0f, [&sync] { sync.arm(); },
+          buffers, sums);
       sync.finishBackward();
       if (fp16) {
         waitSeconds += sync.stepAndWaitScaled(opt, store.params(), scaler).waitSeconds;
@@ -308,7 +257,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
         }
         writeCheckpoint(o.checkpointDir, ck);
       }
-      progress.update(steps, sums[2] > 0 ? sums[0] / sums[2] : 0.0);
+      progress.update(steps, sums.samples > 0 ? sums.lossTimesSamples / sums.samples : 0.0);
       if (o.maxSteps > 0 && summary.steps >= o.maxSteps) {
         stop = true;
         break;
@@ -317,17 +266,18 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     const double epochSeconds = secondsSince(epochStart);
     progress.finish();
 
-    comm.allReduce(sums, sums, 3, DataType::kFloat64, RedOp::kSum);
+    double total[3] = {sums.lossTimesSamples, sums.correct, sums.samples};
+    comm.allReduce(total, total, 3, DataType::kFloat64, RedOp::kSum);
     if (ranks > 1 && store.numBuffers() > 0) {
       comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
     EpochStats s;
     s.epoch = epoch + 1;
     s.steps = steps;
-    s.trainLoss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-    s.trainAcc = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+    s.trainLoss = total[2] > 0 ? total[0] / total[2] : 0.0;
+    s.trainAcc = total[2] > 0 ? total[1] / total[2] : 0.0;
     s.testAcc = evaluate(comm, *model, test);
-    s.samplesPerSec = epochSeconds > 0 ? sums[2] / epochSeconds : 0.0;
+    s.samplesPerSec = epochSeconds > 0 ? total[2] / epochSeconds : 0.0;
     s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
     s.seconds = epochSeconds;
     s.fp16 = fp16;

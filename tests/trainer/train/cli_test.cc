@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/skip.h"
+#include "tests/trainer/cli_process.h"
 #include "trainer/data/dataset.h"
 #include "trainer/nn/models.h"
 
@@ -23,24 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exitCode = -1;
-  std::string output;  // stdout and stderr together
-};
+using RunResult = braid::testing::CliResult;
 
-/// Runs a shell command line (bounded by coreutils timeout) and captures its output.
-RunResult run(const std::string& command) {
-  RunResult r;
-  const std::string line = "timeout 90 " + command + " 2>&1";
-  FILE* pipe = ::popen(line.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, got);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+RunResult run(const std::string& command) { return braid::testing::runCli(command, 90); }
 
 bool haveData() {
   const fs::path dir = braid::trainer::kDefaultFashionMnistDir;

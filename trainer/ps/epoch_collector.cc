@@ -1,0 +1,79 @@
+#include "trainer/ps/epoch_collector.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace braid::trainer::ps {
+
+void WorkerEpoch::toStats(double (&s)[8]) const {
+  const double v[8] = {lossTimesSamples, correct, samples,     testCorrect,
+                       testSeen,         seconds, waitSeconds, 0};
+  std::copy(v, v + 8, s);
+}
+
+WorkerEpoch WorkerEpoch::fromStats(const double (&s)[8]) {
+  return WorkerEpoch{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
+}
+
+void StalenessStats::add(int64_t staleness, bool wasApplied) {
+  if (!wasApplied) {
+    ++rejected;
+    return;
+  }
+  ++applied;
+  sum += staleness;
+  max = std::max(max, staleness);
+}
+
+void EpochCollector::report(int worker, int epoch, const WorkerEpoch& w) {
+  epochs_[epoch].reports[worker] = w;
+}
+
+std::vector<EpochStats> EpochCollector::takeComplete() {
+  std::vector<EpochStats> out;
+  for (;;) {
+    auto it = epochs_.find(next_);
+    if (it == epochs_.end()) break;
+    const Epoch& e = it->second;
+    bool complete = true;
+    for (int w = 0; w < workers_; ++w) {
+      if (!e.reports.count(w) && !lost_.count(w)) complete = false;
+    }
+    if (!complete || e.reports.empty()) break;
+    WorkerEpoch sum;
+    double waitShare = 0;
+    for (const auto& [worker, r] : e.reports) {
+      sum.lossTimesSamples += r.lossTimesSamples;
+      sum.correct += r.correct;
+      sum.samples += r.samples;
+      sum.testCorrect += r.testCorrect;
+      sum.testSeen += r.testSeen;
+      sum.seconds = std::max(sum.seconds, r.seconds);  // the workers run side by side
+      waitShare += r.seconds > 0 ? r.waitSeconds / r.seconds : 0.0;
+    }
+    EpochStats s;
+    s.epoch = next_ + 1;
+    s.steps = e.steps;
+    s.trainLoss = sum.samples > 0 ? sum.lossTimesSamples / sum.samples : 0.0;
+    s.trainAcc = sum.samples > 0 ? sum.correct / sum.samples : 0.0;
+    s.testAcc = sum.testSeen > 0 ? sum.testCorrect / sum.testSeen : 0.0;
+    s.samplesPerSec = sum.seconds > 0 ? sum.samples / sum.seconds : 0.0;
+    s.commWaitShare = waitShare / static_cast<double>(e.reports.size());
+    s.seconds = sum.seconds;
+    const StalenessStats& st = e.staleness;
+    s.extraConsole = fmt::format("  staleness mean {:.2f} max {}  rejected {}  workers {}",
+                                 st.mean(), st.max, st.rejected, e.reports.size());
+    s.extraJson =
+        nlohmann::json{{"staleness_mean", st.mean()},           {"staleness_max", st.max},
+                       {"gradients_applied", st.applied},       {"gradients_rejected", st.rejected},
+                       {"workers_reporting", e.reports.size()}, {"test_samples", sum.testSeen}}
+            .dump();
+    out.push_back(std::move(s));
+    ++next_;
+  }
+  return out;
+}
+
+}  // namespace braid::trainer::ps
