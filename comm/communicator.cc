@@ -61,14 +61,15 @@ void CommState::start(std::unique_ptr<transport::Endpoint> connected,
 }
 
 void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message, bool ran) {
-  {
-    std::lock_guard<std::mutex> opLock(op.mutex);
-    op.done = true;
-    op.code = code;
-    op.message = std::move(message);
-  }
-  op.doneCv.notify_all();
+  op.code = code;
+  op.message = std::move(message);
+  // opEnded before done: a waiter that returns may destroy the communicator's records' owner.
   opEnded(op.desc, code == ErrorCode::kOk ? std::string() : op.message, ran);
+  op.done.store(true, std::memory_order_seq_cst);
+  if (op.sleepers.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> opLock(op.mutex); }  // a counted sleeper is inside wait now
+    op.doneCv.notify_all();
+  }
   if (op.ticket != 0) medium->finished(op.ticket);
 }
 
@@ -389,7 +390,7 @@ void CommState::runFront(std::unique_lock<std::mutex>& lock, const Request::Op* 
   if (openGroup != nullptr || (callersRun && isPointToPoint(queue.front()->desc.coll))) {
     runP2pGroup(lock, forOp);
   } else {
-    auto op = queue.front();
+    auto op = std::move(queue.front());
     queue.pop_front();
     lock.unlock();
     runQueued(op);
@@ -400,10 +401,7 @@ void CommState::runFront(std::unique_lock<std::mutex>& lock, const Request::Op* 
 }
 
 void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline) {
-  auto isDone = [&] {
-    std::lock_guard<std::mutex> opLock(target->mutex);
-    return target->done;
-  };
+  auto isDone = [&] { return target->isDone(); };
   // An op run on this thread ends only when it completes or times out (its own timeout, from
   // when it was submitted). A caller whose deadline comes sooner must get control back at its
   // deadline, so it runs nothing itself: the progress thread runs the queue and this caller only
@@ -417,13 +415,20 @@ void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadli
                                    std::chrono::duration<double>(target->timeoutSeconds)));
   std::unique_lock<std::mutex> lock(queueMutex);
   if (!mayRun) {
+    // The progress thread runs it, without its grace period: someone waits for it now.
+    hurry = true;
     wakeWorkerLocked();
+    workerCv.notify_one();
     return;
   }
   ++waiters;
   while (!isDone()) {
     if (!busy && (openGroup != nullptr || !queue.empty())) {
+      // Not counted while it runs (busy keeps the progress thread back): runFront's wake-up is
+      // for the other waiters only.
+      --waiters;
       runFront(lock, target.get());
+      ++waiters;
       continue;
     }
     if (deadline.expired()) break;
@@ -480,13 +485,35 @@ void CommState::wakeWorkerLocked() {
   }
 }
 
+std::shared_ptr<Request::Op> CommState::reusableOpLocked() {
+  // Ops are reused once nobody else holds them (their Request is gone and they left the queue):
+  // an allocation, a mutex and a condition variable less per async call. The oldest first; a
+  // use count of 1 read after every other owner's release (acq_rel) is acquired by the fence.
+  constexpr size_t kPoolOps = 64;
+  for (int look = 0; look < 2 && !opPool.empty(); ++look) {
+    std::shared_ptr<Request::Op> op = std::move(opPool.front());
+    opPool.pop_front();
+    const bool free = op.use_count() == 1;
+    opPool.push_back(op);  // in use: to the back, to be looked at again later
+    if (!free) continue;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    op->done.store(false, std::memory_order_relaxed);
+    op->code = ErrorCode::kOk;
+    op->message.clear();
+    return op;
+  }
+  auto op = std::make_shared<Request::Op>();
+  op->state = self;
+  if (opPool.size() < kPoolOps) opPool.push_back(op);
+  return op;
+}
+
 std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forProgressThread,
                                                       uint64_t ticket) {
-  auto op = std::make_shared<Request::Op>();
+  auto op = reusableOpLocked();
   op->desc = d;
   op->ticket = ticket;
   op->timeoutSeconds = options.timeoutSeconds;
-  op->state = self;
   op->submitted = Clock::now();
   queue.push_back(op);
   queuePushes.fetch_add(1, std::memory_order_relaxed);
@@ -522,6 +549,7 @@ void CommState::workerLoop() {
   while (!stopping) {
     const auto now = Clock::now();
     if (queue.empty() && openGroup == nullptr) {
+      hurry = false;
       if (now - lastWork >= kPark) {
         workerParked = true;
         workerCv.wait(lock);
@@ -538,15 +566,22 @@ void CommState::workerLoop() {
       continue;
     }
     // A paused group: its waiter may be back in a moment (then it runs the group itself).
-    const auto due = (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + grace;
-    if (now < due) {
-      workerCv.wait_until(lock, due);
+    auto due = [&] {
+      return hurry ? now
+                   : (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + grace;
+    };
+    if (now < due()) {
+      workerCv.wait_until(lock, due());
       continue;
     }
-    // Run the op at normal priority: at SCHED_IDLE a busy machine would starve it while its
-    // peers (and maybe a thread of ours that then waits for it) wait.
+    // Run ops at normal priority (at SCHED_IDLE a busy machine would starve them while their
+    // peers, and maybe a thread of ours that then waits, wait), as many as are due in a row:
+    // two scheduler calls per batch, not per op.
     sched_setscheduler(0, SCHED_OTHER, &param);
-    runFront(lock);
+    do {
+      runFront(lock);
+    } while (!stopping && !busy && waiters == 0 && (openGroup != nullptr || !queue.empty()) &&
+             Clock::now() >= due());
     sched_setscheduler(0, idlePolicy, &param);
   }
 }
@@ -734,42 +769,45 @@ Request& Request::operator=(Request&& other) noexcept {
   return *this;
 }
 
-Request::~Request() {
-  if (!op_) return;
-  // Never let the caller free buffers an op still uses; bounded by the op's own timeout.
-  std::unique_lock<std::mutex> lock(op_->mutex);
-  op_->doneCv.wait_for(lock, std::chrono::duration<double>(op_->timeoutSeconds * 2 + 1),
-                       [&] { return op_->done; });
+bool Request::Op::sleepUntilDone(Clock::time_point until) {
+  if (isDone()) return true;
+  std::unique_lock<std::mutex> lock(mutex);
+  sleepers.fetch_add(1, std::memory_order_seq_cst);
+  while (!done.load(std::memory_order_seq_cst)) {
+    if (until == Clock::time_point::max()) {
+      doneCv.wait(lock);
+    } else if (doneCv.wait_until(lock, until) == std::cv_status::timeout) {
+      break;
+    }
+  }
+  sleepers.fetch_sub(1, std::memory_order_relaxed);
+  return isDone();
 }
 
-bool Request::test() {
-  if (!op_) return true;
-  std::lock_guard<std::mutex> lock(op_->mutex);
-  return op_->done;
+Request::~Request() {
+  if (!op_ || op_->isDone()) return;
+  // Never let the caller free buffers an op still uses; bounded by the op's own timeout.
+  op_->sleepUntilDone(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(op_->timeoutSeconds * 2 + 1)));
 }
+
+bool Request::test() { return !op_ || op_->isDone(); }
 
 void Request::wait(Deadline deadline) {
   BRAID_ENFORCE(op_ != nullptr, ErrorCode::kInvalidUsage, "wait() on an empty Request");
-  if (!test()) {
+  if (!op_->isDone()) {
     if (auto state = op_->state.lock()) state->helpUntilDone(op_, deadline);
   }
-  std::unique_lock<std::mutex> lock(op_->mutex);
-  while (!op_->done) {
-    if (deadline.when() == Clock::time_point::max()) {
-      op_->doneCv.wait(lock);
-    } else if (op_->doneCv.wait_until(lock, deadline.when()) == std::cv_status::timeout &&
-               !op_->done) {
-      fail(ErrorCode::kTimeout, "{} #{} of {} elements: not finished by the wait() deadline",
-           collectiveName(op_->desc.coll), op_->desc.seq, op_->desc.count);
-    }
+  if (!op_->sleepUntilDone(deadline.when())) {
+    fail(ErrorCode::kTimeout, "{} #{} of {} elements: not finished by the wait() deadline",
+         collectiveName(op_->desc.coll), op_->desc.seq, op_->desc.count);
   }
   if (op_->code != ErrorCode::kOk) throw Error(op_->code, op_->message);
 }
 
 ErrorCode Request::status() const {
   if (!op_) return ErrorCode::kOk;
-  std::lock_guard<std::mutex> lock(op_->mutex);
-  return op_->done ? op_->code : ErrorCode::kOk;
+  return op_->isDone() ? op_->code : ErrorCode::kOk;
 }
 
 }  // namespace braid

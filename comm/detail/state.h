@@ -44,11 +44,20 @@ struct Request::Op {
   std::weak_ptr<CommState> state;  // lets wait() run the op inline instead of a thread hand-off
   Clock::time_point submitted;
   uint64_t ticket = 0;  ///< the medium's number for it (Medium::beforeRun, finished); 0: none
+  // Completion without a lock on the fast path: the completer writes code and message, then
+  // stores done (release); a reader that sees done (acquire) sees them. A thread that sleeps on
+  // doneCv counts itself in sleepers under the mutex first, and the completer, after storing
+  // done, takes the mutex and notifies only when sleepers > 0 (seq_cst on both: either the
+  // completer sees the sleeper, or the sleeper sees done before it sleeps).
   std::mutex mutex;
   std::condition_variable doneCv;
-  bool done = false;
+  std::atomic<bool> done{false};
+  std::atomic<int> sleepers{0};
   ErrorCode code = ErrorCode::kOk;
   std::string message;
+  bool isDone() const { return done.load(std::memory_order_acquire); }
+  /// Sleeps until done or `until` (time_point::max(): no bound); true when done.
+  bool sleepUntilDone(Clock::time_point until);
 };
 
 struct ResolvedOptions {
@@ -130,6 +139,8 @@ struct CommState {
   std::condition_variable waitersCv;  // threads in helpUntilDone: an executor became free
   std::condition_variable workerCv;   // the progress thread: work may be there
   std::deque<std::shared_ptr<Request::Op>> queue;
+  /// Ops kept for reuse (reusableOpLocked), oldest first.
+  std::deque<std::shared_ptr<Request::Op>> opPool;
   /// Point-to-point ops that run as one group and are not all finished: while set, it comes
   /// before everything queued (comm/detail/p2p_group.h); paused when nobody runs it (!busy).
   std::unique_ptr<comm::P2pGroup> openGroup;
@@ -140,6 +151,7 @@ struct CommState {
   bool stopping = false;
   int waiters = 0;            // threads inside helpUntilDone
   bool workerParked = false;  // the progress thread sleeps until notified
+  bool hurry = false;  // a caller waits for the progress thread to run a queued op: no grace
   bool workerStarted = false;  // the progress thread ran Medium::progressThreadStarted()
   std::thread worker;
 
@@ -177,6 +189,8 @@ struct CommState {
   OpDesc issue(OpDesc desc);
   /// Queues a numbered op for the progress thread (caller holds queueMutex); with
   /// `forProgressThread` false the caller runs the queue's front itself at once.
+  /// A fresh op, or one of opPool nobody holds any more, reset (caller holds queueMutex).
+  std::shared_ptr<Request::Op> reusableOpLocked();
   std::shared_ptr<Request::Op> enqueueLocked(const OpDesc& desc, bool forProgressThread = true,
                                              uint64_t ticket = 0);
   /// Starts the progress thread, or wakes it when parked. Caller holds queueMutex.
