@@ -112,6 +112,7 @@ comm::TunerConfig CommState::tunerConfig() const {
   config.singleCopy = singleCopy != nullptr;
   config.singleCopyWhy = &singleCopyWhy;
   config.singleCopyMinBytes = options.singleCopyBytes;
+  config.deterministic = options.deterministic;
   return config;
 }
 
@@ -266,9 +267,12 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
                     rank, collectiveName(d.coll), plan.inBytes, algorithmName(spec.family),
                     comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
-    if (spec.family != Algorithm::kSingleCopy) prog = program(spec);
+    if (spec.family != Algorithm::kSingleCopy && spec.family != Algorithm::kRankOrder) {
+      prog = program(spec);
+    }
   }
   const bool singleCopied = !plan.isP2p && plan.spec.family == Algorithm::kSingleCopy;
+  const bool rankOrdered = !plan.isP2p && plan.spec.family == Algorithm::kRankOrder;
 
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
@@ -276,11 +280,15 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   try {
     if (singleCopied) {
       runSingleCopy(args, d.count);
+    } else if (rankOrdered) {
+      runRankOrder(d, args);
     } else {
       executor->run(prog ? *prog : plan.p2p, args);
     }
-    // Single copy ends with one more: no rank leaves while a peer still uses its buffers.
-    const int exchanges = comm::completionExchanges(d.coll) + (singleCopied ? 1 : 0);
+    // Single copy ends with one more: no rank leaves while a peer still uses its buffers. Rank
+    // order's exchanges may leave a pair without a message: two, as allToAllv's.
+    int exchanges = comm::completionExchanges(d.coll) + (singleCopied ? 1 : 0);
+    if (rankOrdered) exchanges = std::max(exchanges, 2);
     if (exchanges > 0 && size > 1) {
       // Every rank confirms to every other with this op's header (a one-byte direct exchange),
       // so no rank reports success for a call another rank disagreed with (op_rules.h).

@@ -44,6 +44,7 @@ ResolvedOptions resolveOptions(const Options& o) {
   r.dumpDir = envString("BRAID_DUMP_DIR").value_or("");
   r.statusBoard = envInt("BRAID_STATUS_BOARD", 1) != 0;
   r.singleCopy = envInt("BRAID_SINGLE_COPY", 1) != 0;
+  r.deterministic = o.deterministic || envInt("BRAID_DETERMINISTIC", 0) != 0;
   r.singleCopyBytes = envBytes("BRAID_SINGLE_COPY_BYTES").value_or(r.singleCopyBytes);
   return r;
 }

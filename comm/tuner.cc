@@ -17,7 +17,7 @@
 namespace braid::comm {
 
 struct TunerModel::Cache {
-  using Key = std::tuple<int, size_t, size_t, int, int, int, bool, uintptr_t, size_t>;
+  using Key = std::tuple<int, size_t, size_t, int, int, int, bool, uintptr_t, size_t, bool>;
   std::mutex mutex;
   std::map<Key, Choice> decisions;
   std::set<std::pair<int, int>> logged;  // (shape, size class) already explained in the log
@@ -84,7 +84,8 @@ std::string singleCopyWhy(const TunerConfig& config) {
 
 // Direct exchanges and single copy run on one lane.
 bool oneLane(Algorithm family) {
-  return family == Algorithm::kOneShot || family == Algorithm::kSingleCopy;
+  return family == Algorithm::kOneShot || family == Algorithm::kSingleCopy ||
+         family == Algorithm::kRankOrder;
 }
 
 std::vector<int> laneOptions(Algorithm family, int channels) {
@@ -143,6 +144,45 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
     return d;
   }
 
+  if (config.deterministic && reduces(shape) && n > 1) {
+    // Only the families that reduce in rank order (reduceMany over every rank's contribution):
+    // oneshot while it fits the slots (small), single copy where chosen, else rank order.
+    const bool small = perPeer <= std::min(kDirectMaxBytes, capacity);
+    const bool singleCopy = config.singleCopy && nodes == 1 &&
+                            supports(Algorithm::kSingleCopy, shape) &&
+                            inputBytes >= config.singleCopyMinBytes;
+    Algorithm family = small ? Algorithm::kOneShot
+                       : singleCopy ? Algorithm::kSingleCopy
+                                    : Algorithm::kRankOrder;
+    std::string why = "BRAID_DETERMINISTIC=1: reductions in rank order";
+    if (config.forced != Algorithm::kAuto) {
+      family = config.forced;
+      BRAID_ENFORCE(family == Algorithm::kOneShot || family == Algorithm::kSingleCopy ||
+                        family == Algorithm::kRankOrder,
+                    ErrorCode::kInvalidUsage,
+                    "algorithm '{}' (BRAID_ALGO) does not reduce in rank order, which "
+                    "BRAID_DETERMINISTIC=1 asks for; choose auto, oneshot, singlecopy or rankorder",
+                    algorithmName(family));
+      why = "forced by BRAID_ALGO, " + why;
+    }
+    BRAID_ENFORCE(supports(family, shape), ErrorCode::kInvalidUsage,
+                  "algorithm '{}' (BRAID_ALGO) cannot run {}", algorithmName(family),
+                  collectiveName(shape));
+    BRAID_ENFORCE(family != Algorithm::kOneShot || perPeer <= capacity, ErrorCode::kInvalidUsage,
+                  "algorithm 'oneshot' (BRAID_ALGO) moves at most {} bytes per peer (slots x "
+                  "chunk); this {} needs {}",
+                  capacity, collectiveName(shape), perPeer);
+    BRAID_ENFORCE(family != Algorithm::kSingleCopy || (config.singleCopy && nodes == 1),
+                  ErrorCode::kInvalidUsage,
+                  "algorithm 'singlecopy' (BRAID_ALGO) needs every rank on one host, each allowed "
+                  "to read the others' memory; here: {}",
+                  nodes > 1 ? "the ranks are on several hosts" : singleCopyWhy(config));
+    const topology::Prediction p = price(family, 1, config.slotBytes);
+    d.choice = {family, 1, config.slotBytes, std::isfinite(p.timeUs) ? p.timeUs : 0};
+    d.reports.push_back({family, 1, config.slotBytes, p.timeUs, "", why + ": " + p.detail, true});
+    return d;
+  }
+
   if (config.forced != Algorithm::kAuto) {
     const Algorithm family = config.forced;
     BRAID_ENFORCE(supports(family, shape), ErrorCode::kInvalidUsage,
@@ -177,7 +217,8 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   }
 
   for (Algorithm family : {Algorithm::kOneShot, Algorithm::kRing, Algorithm::kChain,
-                           Algorithm::kTree, Algorithm::kHier, Algorithm::kSingleCopy}) {
+                           Algorithm::kTree, Algorithm::kHier, Algorithm::kSingleCopy,
+                           Algorithm::kRankOrder}) {
     CandidateReport r;
     r.family = family;
     r.predictedUs = kInf;
@@ -190,6 +231,8 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
       r.excluded = config.model ? "all ranks are on one node" : "node layout unknown (one node)";
     } else if (family == Algorithm::kHier && maxLocal < 2) {
       r.excluded = "one rank per node";
+    } else if (family == Algorithm::kRankOrder) {
+      r.excluded = "only with BRAID_DETERMINISTIC=1 (it needs a scratch copy of the buffer)";
     } else if (family == Algorithm::kSingleCopy && nodes > 1) {
       r.excluded = "ranks on several nodes";
     } else if (family == Algorithm::kSingleCopy && !config.singleCopy) {
@@ -312,7 +355,7 @@ Choice choose(const TunerConfig& config, Collective shape, size_t inputBytes) {
       config.slotBytes,        config.slots,
       config.channels,         static_cast<int>(config.forced),
       config.pickChunk,        reinterpret_cast<uintptr_t>(config.supports),
-      config.singleCopy ? config.singleCopyMinBytes : SIZE_MAX};
+      config.singleCopy ? config.singleCopyMinBytes : SIZE_MAX, config.deterministic};
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.decisions.find(key);

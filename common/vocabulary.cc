@@ -50,6 +50,7 @@ constexpr Named<Algorithm> kAlgorithms[] = {
     {"chain", Algorithm::kChain}, {"tree", Algorithm::kTree}, {"hier", Algorithm::kHier},
     {"singlecopy", Algorithm::kSingleCopy}, {"direct", Algorithm::kOneShot},
     {"single_copy", Algorithm::kSingleCopy}, {"cma", Algorithm::kSingleCopy},
+    {"rankorder", Algorithm::kRankOrder},    {"rank_order", Algorithm::kRankOrder},
 };
 
 template <typename T, size_t N>

@@ -161,6 +161,8 @@ Prediction CostModel::predict(Collective coll, size_t bytes, const Candidate& c)
     case Algorithm::kSingleCopy:
       if (coll != Collective::kAllReduce) break;
       return singleCopy(links, s);
+    case Algorithm::kRankOrder:
+      return rankOrder(links, coll, s, c);
   }
   return {kInf, fmt::format("{} does not compute {}", algorithmName(c.algo), collectiveName(coll))};
 }
@@ -222,6 +224,28 @@ Prediction CostModel::direct(const Links& links, Collective coll, double s, cons
   return {latency + std::max(0.0, body),
           fmt::format("one exchange of {} x {} peers per rank{}", sizeText(perPeer), n - 1,
                       worstNic > worstRank ? ", bound by the NIC" : "")};
+}
+
+Prediction CostModel::rankOrder(const Links& links, Collective coll, double s,
+                                 const Candidate& c) const {
+  // The direct family's exchanges: all-reduce = the blocks' exchange (an all-to-all of S) then
+  // an all-gather of S; reduce-scatter the exchange alone; reduce a gather of S at the root.
+  Prediction p;
+  switch (coll) {
+    case Collective::kAllReduce: {
+      const Prediction a = direct(links, Collective::kAllToAll, s, c);
+      const Prediction b = direct(links, Collective::kAllGather, s, c);
+      return {a.timeUs + b.timeUs, "exchange of blocks, then all-gather: " + a.detail};
+    }
+    case Collective::kReduceScatter:
+      p = direct(links, Collective::kAllToAll, s, c);
+      return {p.timeUs, "exchange of blocks: " + p.detail};
+    case Collective::kReduce:
+      p = direct(links, Collective::kGather, s * ranks(), c);
+      return {p.timeUs, "gather at the root: " + p.detail};
+    default:
+      return {kInf, fmt::format("rank order does not compute {}", collectiveName(coll))};
+  }
 }
 
 Prediction CostModel::singleCopy(const Links& links, double s) const {

@@ -5,7 +5,12 @@ over all rounds, then over the rounds of each placement the bench's probe saw (r
 sharing an L3 cache or apart), each with its number of rounds.
 
   bench/host/compare_mpi.py --ranks 2 --runs 3 -b 8 -e 256M -f 2 [--bench all_reduce_perf]
-                            [--copy-gbps X] [--extra "-z 1"] [--out results.md]
+                            [--copy-gbps X] [--extra "-z 1"] [--ideal] [--out results.md]
+
+--ideal (2-rank all_reduce_perf): each round also runs bench/single_copy_ideal (two threads on
+CPUs 0 and 1, each reading its half of both inputs once and writing its half of one output: the
+single-copy ideal, with its own placement probe) right after braid and MPI, and the tables add
+its median time and braid's bandwidth as a fraction of it, per placement.
 
 The bound: every rank must read its input and write its output once (2*S bytes per rank for
 all_reduce and alltoall; 2*S in all for gather and scatter), all ranks at once over the
@@ -29,6 +34,27 @@ def run_once(args, build, out_json):
         sys.exit(f"run failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     with open(out_json) as f:
         return json.load(f), " ".join(cmd)
+
+def run_ideal(args, build, out_json):
+    """One round of the two-thread single-copy ideal over the same sizes (sizes below 64 B are
+    left out: it times whole cache lines)."""
+    cmd = [os.path.join(build, "bench", "single_copy_ideal"), "-b", args.b, "-e", args.e, "-f",
+           args.f, "-w", str(args.warmup), "-n", str(args.iters), "-J", out_json]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"ideal failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
+    with open(out_json) as f:
+        return json.load(f), " ".join(cmd)
+
+def ideal_medians(ideals, placement):
+    """size -> (median ideal us, rounds) over the ideal's rounds whose own probe saw `placement`
+    (None: all)."""
+    by_size = {}
+    for run in ideals:
+        for row in run["rows"]:
+            if placement is None or row["placement_ns"]["class"] == placement:
+                by_size.setdefault(row["size"], []).append(row["time_us"])
+    return {k: (statistics.median(v), len(v)) for k, v in by_size.items()}
 
 def copy_gbps(build, copiers):
     """Aggregate copy bandwidth (bytes read + written per wall second) of `copiers` processes
@@ -98,14 +124,20 @@ def main():
     p.add_argument("--build", default="build")
     p.add_argument("--copy-gbps", type=float, default=0)
     p.add_argument("--out", default="")
+    p.add_argument("--ideal", action="store_true")
     args = p.parse_args()
+    if args.ideal and (args.ranks != 2 or args.bench != "all_reduce_perf"):
+        sys.exit("--ideal compares a 2-rank all_reduce_perf only")
     copiers = min(args.ranks, os.cpu_count())
     gbps = args.copy_gbps or copy_gbps(args.build, copiers)
-    runs, command = [], ""
+    runs, ideals, command, ideal_cmd = [], [], "", ""
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             data, command = run_once(args, args.build, os.path.join(tmp, f"r{i}.json"))
             runs.append(data)
+            if args.ideal:
+                data, ideal_cmd = run_ideal(args, args.build, os.path.join(tmp, f"i{i}.json"))
+                ideals.append(data)
     n = args.ranks
     moved = ("the root's buffer and the others' blocks are read and written once"
              if args.bench in ("gather_perf", "scatter_perf")
@@ -113,20 +145,28 @@ def main():
     lines = [f"`{command}` x {args.runs}, median per size. Bound: {moved}, all ranks sharing "
              f"{gbps:.1f} GB/s (memcpy of 64 MiB in {copiers} processes at once, bytes read + "
              f"written per wall second)."]
+    if args.ideal:
+        lines[0] += (f" Ideal: `{ideal_cmd}` after each round, its median per size over its "
+                     f"rounds in the same placement (its own probe); of ideal = ideal us / braid us.")
     # All rounds, then (ranks 0 and 1 probed: bench/perf/placement.h) the rounds of each
     # placement apart, since the host moves the vCPUs between runs.
     classes = sorted({placement_of(r, i) for r in runs for i in range(len(r["rows"]))} - {"n/a"})
     for placement in [None] + (classes if classes else []):
         title = "all rounds" if placement is None else f"rounds with ranks 0 and 1 {placement}"
+        ideal = ideal_medians(ideals, placement) if args.ideal else {}
         lines += ["", f"{title}:", "",
                   "| size | rounds | braid us | braid busbw | MPI us | MPI busbw | braid/MPI | "
-                  "bound us | of bound |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "bound us | of bound |" + (" ideal us (rounds) | of ideal |" if args.ideal else ""),
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.ideal else "")]
         for size, t, bw, mt, mbw, k in median_rows(runs, placement):
             # Each rank reads its input and writes its output once; all ranks share the memory.
             bound_us = bound_bytes(args.bench, size, n) / (gbps * 1e9) * 1e6
-            lines.append(f"| {human(size)} | {k} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
-                         f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
+            line = (f"| {human(size)} | {k} | {t:.2f} | {bw:.2f} | {mt:.2f} | {mbw:.2f} | "
+                    f"{mt / t:.2f} | {bound_us:.1f} | {bound_us / t:.0%} |")
+            if args.ideal:
+                it, ik = ideal.get(size, (None, 0))
+                line += (f" {it:.2f} ({ik}) | {it / t:.0%} |" if it else " - | - |")
+            lines.append(line)
     report("\n".join(lines), args.out)
 
 if __name__ == "__main__":

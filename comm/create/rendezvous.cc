@@ -47,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> sharedSettings(const ResolvedOp
       {"streaming from (BRAID_STREAM_BYTES)", std::to_string(o.streamBytes)},
       {"single copy (BRAID_SINGLE_COPY)", o.singleCopy ? "on" : "off"},
       {"single copy from (BRAID_SINGLE_COPY_BYTES)", std::to_string(o.singleCopyBytes)},
+      {"deterministic (BRAID_DETERMINISTIC)", o.deterministic ? "on" : "off"},
   };
 }
 

@@ -75,6 +75,7 @@ struct ResolvedOptions {
   std::string dumpDir;           ///< BRAID_DUMP_DIR: where the first failure dumps it ("": no)
   bool statusBoard = true;       ///< BRAID_STATUS_BOARD=0: no status board (no stuck-rank lines)
   bool singleCopy = true;        ///< BRAID_SINGLE_COPY=0: never the single-copy all-reduce
+  bool deterministic = false;    ///< Options::deterministic or BRAID_DETERMINISTIC=1
   size_t singleCopyBytes = size_t{1} << 20;  ///< BRAID_SINGLE_COPY_BYTES: chosen from this size
 };
 
@@ -204,6 +205,9 @@ struct CommState {
   /// Runs a planned single-copy all-reduce's exchange of buffer addresses (a direct all-gather
   /// under the op's header) and this rank's share of the work (comm/single_copy_op.cc).
   void runSingleCopy(const comm::ExecArgs& args, size_t count);
+  /// Runs a planned rank-order reduction (comm/rank_order_op.cc) but its completion exchanges.
+  void runRankOrder(const OpDesc& d, const comm::ExecArgs& args);
+  std::vector<char> rankOrderScratch;  // the blocks every rank sent this rank (rank order)
   /// Blocking entry: inline when idle, else queued behind earlier non-blocking ops.
   void runBlocking(const OpDesc& desc);
   /// Non-blocking entry.

@@ -58,6 +58,9 @@ struct TunerConfig {
   bool singleCopy = false;
   const std::string* singleCopyWhy = nullptr;  ///< owned by the communicator; null: not tested
   size_t singleCopyMinBytes = size_t{1} << 20;
+  /// BRAID_DETERMINISTIC: reductions in rank order only (oneshot while small, single copy where
+  /// chosen, else rank order), so every algorithm gives the same bits.
+  bool deterministic = false;
   /// Which families the schedules can build; null = comm::familySupports (tests override it).
   bool (*supports)(Algorithm family, Collective shape) = nullptr;
 };

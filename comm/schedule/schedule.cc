@@ -70,14 +70,20 @@ bool familySupports(Algorithm family, Collective shape) {
     case Algorithm::kHier:
     case Algorithm::kSingleCopy:
       return shape == Collective::kAllReduce;
+    case Algorithm::kRankOrder:
+      return shape == Collective::kAllReduce || shape == Collective::kReduceScatter ||
+             shape == Collective::kReduce;
   }
   return false;
 }
 
 int channelsUsed(Algorithm family, int lanes) {
   if (family == Algorithm::kTree) return treeLaneCount(lanes);
-  // Single copy sends only its exchanges, oneshot's.
-  if (family == Algorithm::kOneShot || family == Algorithm::kSingleCopy) return 1;
+  // Single copy sends only its exchanges, oneshot's; rank order runs the direct family's.
+  if (family == Algorithm::kOneShot || family == Algorithm::kSingleCopy ||
+      family == Algorithm::kRankOrder) {
+    return 1;
+  }
   return std::max(lanes, 1);
 }
 
@@ -102,6 +108,9 @@ RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
     case Algorithm::kSingleCopy:
       // Not a program of messages: comm/exec/single_copy.h runs it around two exchanges.
       fail(ErrorCode::kInternal, "schedule: single copy has no message schedule");
+    case Algorithm::kRankOrder:
+      // Runs the direct family's exchange, all-gather or gather around a local reduction.
+      fail(ErrorCode::kInternal, "schedule: rank order is composed of direct schedules");
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");
 }

@@ -45,6 +45,10 @@ struct Options {
   Algorithm algorithm = Algorithm::kAuto;  ///< BRAID_ALGO
   size_t chunkBytes = 0;                   ///< BRAID_CHUNK: slot size, 0 = default (128K)
   int channels = 0;                        ///< BRAID_CHANNELS: lanes in parallel, 0 = default
+  /// BRAID_DETERMINISTIC=1: reductions (all-reduce, reduce-scatter, reduce) reduce every element
+  /// over the ranks' contributions in rank order, so results have the same bits whatever the
+  /// algorithm, chunk, lanes or transport (at the cost of a scratch copy of large buffers).
+  bool deterministic = false;
   /// This rank's host identity for grouping ranks into nodes (shm within a node, tcp between
   /// them; the hierarchical all-reduce's node layout). Overrides BRAID_HOSTNAME and the host
   /// fingerprint; "" = from those. Lets ranks in one process pose as several hosts.

@@ -82,6 +82,10 @@ enum class Algorithm : uint8_t {
   /// single copy (all-reduce, ranks of one host): each rank reads its share of every peer's
   /// input where it lies, reduces it and writes the result into every peer's output
   kSingleCopy = 6,
+  /// rank order (reductions, any hosts; BRAID_DETERMINISTIC): each block of the buffer goes to
+  /// its owner in one exchange, is reduced there in rank order, then shared (reduce: gathered at
+  /// the root); the same bits as oneshot and singlecopy, whatever the chunking or transport
+  kRankOrder = 7,
 };
 
 /// The collectives that have schedules of their own (send, recv and barrier run on others').

@@ -155,7 +155,7 @@ TEST(Tuner, ExplainNamesWinnerLosersAndExclusions) {
   EXPECT_NE(text.find("singlecopy excluded"), std::string::npos) << text;
 
   auto reports = rankCandidates(c, Collective::kAllReduce, 64u << 20);
-  ASSERT_EQ(reports.size(), 6u);
+  ASSERT_EQ(reports.size(), 7u);
   int chosen = 0;
   for (size_t i = 0; i < reports.size(); ++i) {
     chosen += reports[i].chosen;
