@@ -289,26 +289,9 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     // order's exchanges may leave a pair without a message: two, as allToAllv's.
     int exchanges = comm::completionExchanges(d.coll) + (singleCopied ? 1 : 0);
     if (rankOrdered) exchanges = std::max(exchanges, 2);
-    if (exchanges > 0 && size > 1) {
-      // Every rank confirms to every other with this op's header (a one-byte direct exchange),
-      // so no rank reports success for a call another rank disagreed with (op_rules.h).
-      comm::ScheduleSpec fin;
-      fin.nranks = size;
-      fin.shape = Collective::kAllReduce;
-      fin.family = Algorithm::kOneShot;
-      fin.count = 1;
-      fin.elemsPerPiece = options.slotBytes;
-      fin.nodeOf = nodeOf;
-      comm::ExecArgs finArgs = args;
-      finArgs.input = medium->scratchIn();
-      finArgs.output = medium->scratchOut();
-      finArgs.dtype = DataType::kUint8;
-      finArgs.op = RedOp::kMax;
-      finArgs.elemsPerPiece = options.slotBytes;
-      finArgs.streamOutput = false;
-      const auto confirm = program(fin);
-      for (int i = 0; i < exchanges; ++i) executor->run(*confirm, finArgs);
-    }
+    // Every rank confirms to every other with this op's header, so no rank reports success for
+    // a call another rank disagreed with (op_rules.h).
+    for (int i = 0; i < exchanges; ++i) confirmToAll(args);
     BRAID_TRACE("rank {}: {} end", rank, comm::describeHeader(args.header));
   } catch (const Error& e) {
     opEnded(d, e.what());  // before the dump breakOn writes
@@ -319,6 +302,26 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     if (e.code() != ErrorCode::kInvalidUsage) breakOn(e);
     throw;
   }
+}
+
+void CommState::confirmToAll(const comm::ExecArgs& args) {
+  if (size < 2) return;
+  // A one-byte direct exchange under the op's header.
+  comm::ScheduleSpec fin;
+  fin.nranks = size;
+  fin.shape = Collective::kAllReduce;
+  fin.family = Algorithm::kOneShot;
+  fin.count = 1;
+  fin.elemsPerPiece = options.slotBytes;
+  fin.nodeOf = nodeOf;
+  comm::ExecArgs finArgs = args;
+  finArgs.input = medium->scratchIn();
+  finArgs.output = medium->scratchOut();
+  finArgs.dtype = DataType::kUint8;
+  finArgs.op = RedOp::kMax;
+  finArgs.elemsPerPiece = options.slotBytes;
+  finArgs.streamOutput = false;
+  executor->run(*program(fin), finArgs);
 }
 
 void CommState::breakOn(const Error& e) {
@@ -525,6 +528,9 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forP
   op->submitted = Clock::now();
   queue.push_back(op);
   queuePushes.fetch_add(1, std::memory_order_relaxed);
+  // A group that is running takes point-to-point ops posted meanwhile between its sweeps; its
+  // runner may be asleep on the doorbell waiting for a peer (up to a 20 ms slice): wake it.
+  if (busy && openGroup != nullptr && isPointToPoint(d.coll) && endpoint) endpoint->wake();
   if (!forProgressThread) return op;
   wakeWorkerLocked();
   return op;

@@ -1,5 +1,6 @@
 // The communicator's side of the single-copy all-reduce (comm/exec/single_copy.h): the exchange
-// of buffer addresses before this rank's share; runOp adds the completion exchange after it.
+// of buffer addresses, this rank's share, the "shares reduced" exchange, the other shares;
+// runOp adds the completion exchange after it.
 #include <cstdint>
 #include <vector>
 
@@ -36,7 +37,9 @@ void CommState::runSingleCopy(const comm::ExecArgs& args, size_t count) {
     singleCopyPeers[q].input = all[q].input;
     singleCopyPeers[q].output = all[q].output;
   }
-  singleCopy->run(executor->runner(), args, count, rank, singleCopyPeers);
+  singleCopy->reduceShare(executor->runner(), args, count, rank, singleCopyPeers);
+  confirmToAll(args);  // every share is reduced (single_copy.h: why this order is safe)
+  singleCopy->gatherShares(executor->runner(), args, count, rank, singleCopyPeers);
 }
 
 }  // namespace braid

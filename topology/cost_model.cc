@@ -251,13 +251,13 @@ Prediction CostModel::rankOrder(const Links& links, Collective coll, double s,
 Prediction CostModel::singleCopy(const Links& links, double s) const {
   if (nodes() > 1) return {kInf, "single copy needs every rank on one node"};
   const int n = ranks();
-  // Two exchanges of a few bytes (the buffers' addresses, then the completion), and each rank
-  // copies its S/n share of each of n-1 peers' inputs in and the result out to n-1 peers' outputs:
-  // the ring's bytes, without a handshake per piece.
+  // Three exchanges of a few bytes (the buffers' addresses, "shares reduced", the completion),
+  // and each rank copies its S/n share of n-1 peers' inputs in, then the n-1 other shares from
+  // their owners' outputs: the ring's bytes, without a handshake per piece.
   const LinkParams& intra = links.intra[0];
   const double moved = 2.0 * (n - 1) / n * s;
-  return {2 * intra.latencyUs + moved / bytesPerUs(intra.gbps),
-          fmt::format("2 exchanges + {} copied per rank at {:.3g} GB/s", sizeText(moved),
+  return {3 * intra.latencyUs + moved / bytesPerUs(intra.gbps),
+          fmt::format("3 exchanges + {} copied per rank at {:.3g} GB/s", sizeText(moved),
                       intra.gbps)};
 }
 

@@ -15,7 +15,7 @@
 //   hier    intra-node reduce-scatter, an inter-node ring all-reduce of each local rank's S/L
 //           shard (L rings share each node's NICs), intra-node all-gather, pipelined: the
 //           slowest phase + the fill (first chunks through the intra-node phases);
-//   single copy (all-reduce, one node) two small exchanges + 2(n-1)/n S copied per rank;
+//   single copy (all-reduce, one node) three small exchanges + 2(n-1)/n S copied per rank;
 //   rank order  direct exchanges: all-to-all (+ all-gather for all-reduce; reduce: a gather).
 // Pure: no I/O, no communicator; the same graph gives the same numbers on every rank.
 #pragma once

@@ -32,13 +32,12 @@ Probe& probe() {
   return p;
 }
 
-// One direction of process_vm_*v, continued after partial transfers and EINTR.
-template <typename Call>
-int transfer(int64_t pid, char* local, char* remote, size_t bytes, Call call) {
+// process_vm_readv, continued after partial transfers and EINTR.
+int transfer(int64_t pid, char* local, char* remote, size_t bytes) {
   while (bytes > 0) {
     iovec l{local, bytes};
     iovec r{remote, bytes};
-    const ssize_t n = call(static_cast<pid_t>(pid), &l, 1, &r, 1, 0);
+    const ssize_t n = ::process_vm_readv(static_cast<pid_t>(pid), &l, 1, &r, 1, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno;
@@ -57,13 +56,8 @@ uint64_t processToken() { return probe().token; }
 const uint64_t* processProbe() { return &probe().token; }
 
 int readPeerMemory(int64_t pid, const void* remote, void* local, size_t bytes) {
-  return transfer(pid, static_cast<char*>(local), const_cast<char*>(static_cast<const char*>(remote)),
-                  bytes, ::process_vm_readv);
-}
-
-int writePeerMemory(int64_t pid, const void* local, void* remote, size_t bytes) {
-  return transfer(pid, const_cast<char*>(static_cast<const char*>(local)),
-                  static_cast<char*>(remote), bytes, ::process_vm_writev);
+  return transfer(pid, static_cast<char*>(local),
+                  const_cast<char*>(static_cast<const char*>(remote)), bytes);
 }
 
 bool probePeerMemory(int64_t pid, uint64_t probeAddress, uint64_t token, std::string* why) {

@@ -1,5 +1,5 @@
-// Single copy between ranks that share a host: reading and writing another process's memory
-// directly (Linux cross-memory attach: process_vm_readv / process_vm_writev), so a large
+// Single copy between ranks that share a host: reading another process's memory directly
+// (Linux cross-memory attach: process_vm_readv; braid never writes into a peer), so a large
 // all-reduce reads each peer's input where it lies instead of through slots a core on another
 // die just wrote (comm/exec/single_copy.h). The kernel allows it between processes of one user
 // unless a security module refuses (Yama's ptrace_scope >= 1, a seccomp profile, another pid
@@ -25,8 +25,6 @@ const uint64_t* processProbe();
 /// errno of the failure (ESRCH: gone; EPERM: not allowed; EFAULT: a bad address). A partial
 /// transfer is continued, never reported as done.
 int readPeerMemory(int64_t pid, const void* remote, void* local, size_t bytes);
-/// Copies `bytes` from `local` to `remote` (an address in process `pid`); as readPeerMemory.
-int writePeerMemory(int64_t pid, const void* local, void* remote, size_t bytes);
 
 /// Whether this process can read process `pid`'s memory: reads its probe word at `probe` and
 /// compares it with `token` (what that process published). False with `why` filled otherwise.

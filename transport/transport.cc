@@ -245,6 +245,7 @@ class CompositeEndpoint final : public Endpoint {
   }
 
   uint32_t prepareSleep() override { return prepareDoorbellSleep(*doorbell_); }
+  void wake() override { ringDoorbellIfSleeping(*doorbell_); }
   void sleep(uint32_t ticket, Clock::time_point until) override {
     // After the announcement and the caller's last check: a ring from here on ends the sleep.
     for (auto& part : parts_) part->beforeUserSleep();

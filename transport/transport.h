@@ -131,6 +131,9 @@ class Endpoint {
   /// Sleeps until a post/release/abort rang the doorbell after prepareSleep(), or until `until`.
   /// Spurious wake-ups are allowed. Ends the announcement made by prepareSleep().
   virtual void sleep(uint32_t ticket, Clock::time_point until) = 0;
+  /// Wakes this rank's own sleeper, if one sleeps: another thread of this rank published work
+  /// for it (a point-to-point op joining a running group). Cheap when nobody sleeps.
+  virtual void wake() = 0;
 
   /// False once `peer` is known gone (its process died, its connection closed).
   virtual bool peerAlive(int peer) = 0;

@@ -202,9 +202,13 @@ struct CommState {
   void execute(const OpDesc& desc, uint64_t ticket = 0);
   /// execute() without the end's record.
   void runOp(const OpDesc& desc, uint64_t ticket);
-  /// Runs a planned single-copy all-reduce's exchange of buffer addresses (a direct all-gather
-  /// under the op's header) and this rank's share of the work (comm/single_copy_op.cc).
+  /// Runs a planned single-copy all-reduce but its completion exchange: the exchange of buffer
+  /// addresses (a direct all-gather under the op's header), this rank's share, a confirmation,
+  /// the other shares (comm/single_copy_op.cc).
   void runSingleCopy(const comm::ExecArgs& args, size_t count);
+  /// Every rank tells every other it got here, under the op's header (a one-byte direct
+  /// exchange): the completion exchanges, and single copy's "my share is ready".
+  void confirmToAll(const comm::ExecArgs& args);
   /// Runs a planned rank-order reduction (comm/rank_order_op.cc) but its completion exchanges.
   void runRankOrder(const OpDesc& d, const comm::ExecArgs& args);
   std::vector<char> rankOrderScratch;  // the blocks every rank sent this rank (rank order)

@@ -13,17 +13,36 @@ namespace braid::comm {
 namespace {
 
 // Bytes of each peer's share read per pass: small enough that the n-1 blocks and the result stay
-// in the core's caches until they are written out, large enough that a system call moves a lot.
+// in the core's caches, large enough that a system call moves a lot.
 constexpr size_t kBlockBytes = 256 << 10;
 constexpr size_t kLine = 64;
 
-[[noreturn]] void failPeer(const ProgramRunner& runner, const ExecArgs& args, int peer,
-                           const PeerBuffers& p, bool reading, size_t bytes, int err) {
-  fail(err == ESRCH ? ErrorCode::kRemoteError : ErrorCode::kSystemError,
-       "rank {}: {}: single copy: {} {} bytes of peer rank {}'s {} (pid {}) failed: {}{}",
-       runner.rank(), runner.what(args), reading ? "reading" : "writing", bytes, peer,
-       reading ? "input" : "output", p.pid, std::strerror(err),
-       err == ESRCH ? " (its process is gone)" : "");
+// Reads `bytes` at `remote` of rank q into `local` (a plain copy for a rank of this process).
+// A failure names the peer; a call aborted meanwhile is kAborted, whatever the read saw.
+void readFrom(const ProgramRunner& runner, const ExecArgs& args, int q, const PeerBuffers& p,
+              const char* what, const char* remote, char* local, size_t bytes) {
+  if (runner.aborted()) {
+    fail(ErrorCode::kAborted, "rank {}: {}: single copy: the communicator was aborted",
+         runner.rank(), runner.what(args));
+  }
+  if (p.sameProcess) {
+    std::memcpy(local, remote, bytes);
+    return;
+  }
+  const int err = transport::readPeerMemory(p.pid, remote, local, bytes);
+  if (err == 0) return;
+  if (runner.aborted()) {
+    fail(ErrorCode::kAborted, "rank {}: {}: single copy: the communicator was aborted",
+         runner.rank(), runner.what(args));
+  }
+  // ESRCH: the process is gone; EFAULT: its buffer is (a peer that failed or aborted returned
+  // from the call early). Either way that peer failed: its report follows on the endpoint.
+  fail(err == ESRCH || err == EFAULT ? ErrorCode::kRemoteError : ErrorCode::kSystemError,
+       "rank {}: {}: single copy: reading {} bytes of peer rank {}'s {} (pid {}) failed: {}{}",
+       runner.rank(), runner.what(args), bytes, q, what, p.pid, std::strerror(err),
+       err == ESRCH    ? " (its process is gone)"
+       : err == EFAULT ? " (its buffer is gone: did it fail or abort?)"
+                       : "");
 }
 
 }  // namespace
@@ -36,8 +55,8 @@ void SingleCopy::share(size_t count, size_t elemSize, int n, int r, size_t* lo, 
   *hi = std::min(count, per * (r + 1));
 }
 
-void SingleCopy::run(const ProgramRunner& runner, const ExecArgs& args, size_t count, int rank,
-                     const std::vector<PeerBuffers>& peers) {
+void SingleCopy::reduceShare(const ProgramRunner& runner, const ExecArgs& args, size_t count,
+                             int rank, const std::vector<PeerBuffers>& peers) {
   const int n = static_cast<int>(peers.size());
   const size_t elem = dataTypeSize(args.dtype);
   size_t lo, hi;
@@ -60,29 +79,33 @@ void SingleCopy::run(const ProgramRunner& runner, const ExecArgs& args, size_t c
     int slot = 0;
     for (int q = 0; q < n; ++q) {
       const PeerBuffers& p = peers[q];
+      const char* theirs = reinterpret_cast<const char*>(p.input) + off;
       if (q == rank || p.sameProcess) {
-        srcs[q] = reinterpret_cast<const char*>(p.input) + off;
+        srcs[q] = theirs;
         continue;
       }
       char* into = scratch_.data() + size_t(slot++) * blockElems * elem;
-      const int err = transport::readPeerMemory(p.pid, reinterpret_cast<const char*>(p.input) + off,
-                                                into, bytes);
-      if (err != 0) failPeer(runner, args, q, p, true, bytes, err);
+      readFrom(runner, args, q, p, "input", theirs, into, bytes);
       srcs[q] = into;
     }
     kernels::reduceMany(out + off, srcs.data(), n, len, args.dtype, op);
     if (args.op == RedOp::kAvg) kernels::divide(out + off, out + off, len, args.dtype, n);
-    for (int q = 0; q < n; ++q) {
-      if (q == rank) continue;
-      const PeerBuffers& p = peers[q];
-      char* theirs = reinterpret_cast<char*>(p.output) + off;
-      if (p.sameProcess) {
-        std::memcpy(theirs, out + off, bytes);
-        continue;
-      }
-      const int err = transport::writePeerMemory(p.pid, out + off, theirs, bytes);
-      if (err != 0) failPeer(runner, args, q, p, false, bytes, err);
-    }
+  }
+}
+
+void SingleCopy::gatherShares(const ProgramRunner& runner, const ExecArgs& args, size_t count,
+                              int rank, const std::vector<PeerBuffers>& peers) {
+  const int n = static_cast<int>(peers.size());
+  const size_t elem = dataTypeSize(args.dtype);
+  char* out = reinterpret_cast<char*>(peers[rank].output);
+  for (int k = 1; k < n; ++k) {
+    const int q = (rank + k) % n;  // ranks start at different owners
+    size_t lo, hi;
+    share(count, elem, n, q, &lo, &hi);
+    if (lo >= hi) continue;
+    readFrom(runner, args, q, peers[q], "output",
+             reinterpret_cast<const char*>(peers[q].output) + lo * elem, out + lo * elem,
+             (hi - lo) * elem);
   }
 }
 

@@ -1,17 +1,21 @@
 // Single-copy all-reduce between the ranks of one host (Algorithm::kSingleCopy): each rank owns a
 // share of the elements, reads that share of every peer's input where it lies (its own process:
 // the pointer; another: transport/peer_memory.h), reduces the n inputs in rank order into its own
-// output and writes the result into every peer's output. No slots, no handshake per piece: a
-// peer's input is read from memory once instead of from lines a core on another die just wrote
-// into a slot (bench/RESULTS.md, issue 14).
+// output; then reads every other share from its owner's output. No slots, no handshake per
+// piece: a peer's input is read from memory once instead of from lines a core on another die
+// just wrote into a slot (bench/RESULTS.md, issue 14).
 //
-// Why it is safe (the communicator runs it between two exchanges under the op's header, see
-// CommState::runSingleCopy): before it, every rank has entered the call and published its
-// buffers' addresses, so every input is final and every output writable; after it, a rank
-// returns only once every peer confirmed it finished, so no peer still reads its input or writes
-// its output. While it runs, the element range of share s is read and written only by rank s:
-// in every rank's input it only reads s's share, in every output it only writes it (in place,
-// each block of a share is read from every input before the result goes to any output).
+// Only reads cross processes, never writes: a peer that aborted and returned early may free
+// its buffers; reading them can only fail this rank's own call (which fails anyway: the peer's
+// abort reaches it), never corrupt the peer's memory.
+//
+// Why it is correct (CommState::runSingleCopy runs the phases between exchanges under the op's
+// header): before reduceShare, every rank has entered the call and published its buffers'
+// addresses, so every input is final. Between the phases every rank confirms to every other
+// that its share is reduced, so gatherShares reads final shares, and no peer still reads this
+// rank's input when gatherShares overwrites it in place (the peers read only their own share of
+// it, in reduceShare). After gatherShares the completion exchange keeps every rank in the call
+// until no peer still reads its output.
 #pragma once
 
 #include <cstddef>
@@ -32,11 +36,13 @@ struct PeerBuffers {
 
 class SingleCopy {
  public:
-  /// Runs this rank's part of the all-reduce of `count` elements described by `args` (dtype, op;
-  /// its input and output are peers[rank]'s). Errors (a peer's memory could not be read or
-  /// written) name this rank, the peer, the bytes and runner.what(args).
-  void run(const ProgramRunner& runner, const ExecArgs& args, size_t count, int rank,
-           const std::vector<PeerBuffers>& peers);
+  /// Phase 1: reduces this rank's share of the all-reduce of `count` elements described by `args`
+  /// (dtype, op) over every rank's input in rank order into its own output (peers[rank]'s).
+  void reduceShare(const ProgramRunner& runner, const ExecArgs& args, size_t count, int rank,
+                   const std::vector<PeerBuffers>& peers);
+  /// Phase 2: copies every other rank's share from its output into this rank's output.
+  void gatherShares(const ProgramRunner& runner, const ExecArgs& args, size_t count, int rank,
+                    const std::vector<PeerBuffers>& peers);
 
   /// The elements [lo, hi) of rank r's share: count split n ways at 64-byte boundaries.
   static void share(size_t count, size_t elemSize, int n, int r, size_t* lo, size_t* hi);

@@ -53,6 +53,7 @@ class DepartingPeerEndpoint final : public transport::Endpoint {
   transport::SendChannel& send(int, int) override { return send_; }
   transport::RecvChannel& recv(int, int) override { return recv_; }
   uint32_t prepareSleep() override { return 0; }
+  void wake() override {}
   void sleep(uint32_t, Clock::time_point until) override {
     std::this_thread::sleep_until(std::min(until, Clock::now() + std::chrono::milliseconds(1)));
   }
