@@ -6,7 +6,7 @@ iterations and rate, ib_write_bw's client reports its table, and every side said
 
 Skips (recorded, kind "device": the machine has no RDMA device, and the VM that stands in for one
 is an opt-in) when qemu-system-x86_64 is not installed or the guest image is not built
-(tools/rxe-vm/build-image, about 10 minutes once), or when BRAID_RXE_VM=0.
+or out of date (tools/rxe-vm/build-image, about 2 minutes once), or when BRAID_RXE_VM=0.
 
     pingpong_test.py [--timeout SECONDS]"""
 import argparse
@@ -42,8 +42,8 @@ def main():
                                   "(apt-get install qemu-system-x86; tools/rxe-vm/README.md)", TEST)
     if subprocess.run([os.path.join(HERE, "build-image"), "--check"],
                       stderr=subprocess.DEVNULL).returncode != 0:
-        braid_skip.skip_no_device("no RDMA device, and the Soft-RoCE VM image is not built "
-                                  "(tools/rxe-vm/build-image; tools/rxe-vm/README.md)", TEST)
+        braid_skip.skip_no_device("no RDMA device, and the Soft-RoCE VM image is not built or "
+                                  "out of date (tools/rxe-vm/build-image; tools/rxe-vm/README.md)", TEST)
 
     cmd = [os.path.join(HERE, "run"), "--timeout", str(args.timeout), "--",
            os.path.join(HERE, "pingpong"), str(args.iters)]
