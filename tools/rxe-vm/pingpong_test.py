@@ -42,8 +42,9 @@ def main():
                                   "(apt-get install qemu-system-x86; tools/rxe-vm/README.md)", TEST)
     if subprocess.run([os.path.join(HERE, "build-image"), "--check"],
                       stderr=subprocess.DEVNULL).returncode != 0:
-        braid_skip.skip_no_device("no RDMA device, and the Soft-RoCE VM image is not built or "
-                                  "out of date (tools/rxe-vm/build-image; tools/rxe-vm/README.md)", TEST)
+        braid_skip.skip_no_device("no RDMA device, and the Soft-RoCE VM image is not built or out "
+                                  "of date (tools/rxe-vm/build-image; tools/rxe-vm/README.md)",
+                                  TEST)
 
     cmd = [os.path.join(HERE, "run"), "--timeout", str(args.timeout), "--",
            os.path.join(HERE, "pingpong"), str(args.iters)]
