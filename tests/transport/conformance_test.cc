@@ -1,5 +1,7 @@
 // The transport conformance suite: every test here runs on every backend this build has (shm,
-// tcp, ucx over UCX_TLS=tcp and =sm,self; ucx skips where the build has no UCX; cuda_ipc in CUDA
+// tcp, ucx over UCX_TLS=tcp and =sm,self; ofi over the libfabric providers tcp;ofi_rxm, shm and
+// udp;ofi_rxd, each skipping with the reason where it is not usable here; ucx skips where the
+// build has no UCX; cuda_ipc in CUDA
 // builds, skipping without a GPU, its device slots filled and read through slot_memory.h), ranks as
 // threads and as forked processes: every pair and channel, flow control, the doorbell, abort, a
 // missing, killed or frozen peer, bulk data. Backend-specific behaviour has its own file
@@ -80,7 +82,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kShmBackend, 5, 1000, 150}, Case{kTcpBackend, 2, 1000, 150},
                       Case{kTcpBackend, 3, 1000, 150}, Case{kTcpBackend, 5, 1000, 150},
                       Case{kUcxTcpBackend, 2, 3000, 120}, Case{kUcxTcpBackend, 4, 3000, 120},
-                      Case{kUcxSmBackend, 2, 3000, 120}, Case{kUcxSmBackend, 4, 3000, 120}
+                      Case{kUcxSmBackend, 2, 3000, 120}, Case{kUcxSmBackend, 4, 3000, 120},
+                      Case{kOfiTcpBackend, 2, 3000, 120}, Case{kOfiTcpBackend, 4, 3000, 120},
+                      Case{kOfiShmBackend, 2, 3000, 120}, Case{kOfiShmBackend, 4, 3000, 120},
+                      Case{kOfiUdpBackend, 2, 3000, 120}, Case{kOfiUdpBackend, 4, 3000, 120}
 #if BRAID_TEST_CUDA
                       ,
                       Case{kCudaIpcBackend, 2, 1024, 150}, Case{kCudaIpcBackend, 3, 1024, 150}
@@ -578,7 +583,8 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Conformance,
-                         ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend
+                         ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend,
+                                           kOfiTcpBackend, kOfiShmBackend, kOfiUdpBackend
 #if BRAID_TEST_CUDA
                                            ,
                                            kCudaIpcBackend  // device slots; skips without a GPU

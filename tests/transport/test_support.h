@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "braid/deadline.hpp"
+#include "common/config.h"
 #include "tests/kit/processes.h"
 #include "tests/kit/threads.h"
 #include "tests/support/skip.h"
@@ -325,7 +326,8 @@ struct TempDir {
   std::string path;
 };
 
-/// A backend under test: its kind, and for ucx the UCX_TLS its contexts use.
+/// A backend under test: its kind, and for ucx the UCX_TLS its contexts use, for ofi the
+/// libfabric provider (BRAID_OFI_PROVIDER).
 struct Backend {
   Kind kind;
   const char* tls = "";
@@ -335,8 +337,11 @@ inline constexpr Backend kTcpBackend{Kind::kTcp};
 inline constexpr Backend kUcxTcpBackend{Kind::kUcx, "tcp"};
 inline constexpr Backend kUcxSmBackend{Kind::kUcx, "sm,self"};
 inline constexpr Backend kCudaIpcBackend{Kind::kCudaIpc};
+inline constexpr Backend kOfiTcpBackend{Kind::kOfi, "tcp;ofi_rxm"};
+inline constexpr Backend kOfiShmBackend{Kind::kOfi, "shm"};
+inline constexpr Backend kOfiUdpBackend{Kind::kOfi, "udp;ofi_rxd"};
 
-/// "shm", "tcp", "ucx_tcp", "ucx_sm_self": a test-name part.
+/// "shm", "tcp", "ucx_tcp", "ucx_sm_self", "ofi_tcp_ofi_rxm": a test-name part.
 inline std::string backendName(const Backend& backend) {
   std::string name = kindName(backend.kind);
   if (*backend.tls != '\0') name += std::string("_") + backend.tls;
@@ -346,18 +351,31 @@ inline std::string backendName(const Backend& backend) {
 
 /// Sets UCX_TLS for the UCX contexts this test creates (threads) or forks (children inherit it).
 inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); }
+/// Sets the backend's sub-transport: UCX_TLS (ucx) or BRAID_OFI_PROVIDER (ofi), when it has one.
+inline void useSubTransport(const Backend& backend) {
+  if (*backend.tls == '\0') return;
+  if (backend.kind == Kind::kOfi) {
+    setenv("BRAID_OFI_PROVIDER", backend.tls, 1);
+  } else {
+    useTls(backend.tls);
+  }
+}
 
-/// For a test's SetUp: skips (with the reason) where the build lacks the backend or, for device
-/// slots, where there is no GPU, and sets UCX_TLS for ucx.
+/// For a test's SetUp: sets UCX_TLS for ucx and BRAID_OFI_PROVIDER for ofi, then skips (with the
+/// reason) where the build lacks the backend, where an ofi provider is not usable on this
+/// machine, or, for device slots, where there is no GPU.
 #define USE_BACKEND(backend)                                                        \
   do {                                                                              \
     std::string why_;                                                               \
-    if (!kindAvailable((backend).kind, &why_)) BRAID_SKIP_MISSING(why_);            \
+    ::braid::transport::testing::useSubTransport(backend);                          \
+    if (!kindAvailable((backend).kind, &why_)) {                                    \
+      if ((backend).kind == Kind::kOfi && BRAID_HAVE_OFI) BRAID_SKIP_NO_DEVICE(why_); \
+      BRAID_SKIP_MISSING(why_);                                                     \
+    }                                                                               \
     if (::braid::transport::testing::deviceSlots((backend).kind)) {                 \
       why_ = ::braid::transport::testing::deviceSlotsUnavailable();                 \
       if (!why_.empty()) BRAID_SKIP_NO_DEVICE(why_);                                \
     }                                                                               \
-    if (*(backend).tls != '\0') ::braid::transport::testing::useTls((backend).tls); \
   } while (0)
 
 /// Rank 1 in a forked child, killed with SIGKILL once connected: rank 0 must see it dead within

@@ -1,10 +1,10 @@
-#include "transport/ucx/wire.h"
+#include "transport/network/message_wire.h"
 
 #include <fmt/format.h>
 
 #include <cstring>
 
-namespace braid::transport::ucx {
+namespace braid::transport::net {
 
 std::string slotError(size_t length, const SlotHeader& header, uint64_t expectedSeq) {
   if (length < kSlotHeaderBytes || header.bytes != length - kSlotHeaderBytes ||
@@ -19,12 +19,12 @@ std::optional<ControlHeader> decodeControlHeader(const void* header, size_t byte
                                                  std::string* why) {
   ControlHeader h;
   if (bytes != sizeof h) {
-    *why = fmt::format("an active message with a {}-byte header", bytes);
+    *why = fmt::format("a control message with a {}-byte header", bytes);
     return std::nullopt;
   }
   std::memcpy(&h, header, sizeof h);
   if (h.magic != kControlMagic || h.rank < 0 || h.rank >= size) {
-    *why = fmt::format("an active message (magic {:#x}, rank {})", h.magic, h.rank);
+    *why = fmt::format("a control message (magic {:#x}, rank {})", h.magic, h.rank);
     return std::nullopt;
   }
   return h;
@@ -90,4 +90,4 @@ bool fromHex(const std::string& text, std::string* out) {
   return true;
 }
 
-}  // namespace braid::transport::ucx
+}  // namespace braid::transport::net

@@ -1,0 +1,104 @@
+// The ofi connection phase: every ofi peer's published address (provider, host, endpoint name)
+// goes into the address vector, then a hello (job id, secret, pid, host) each way, driving the
+// queue on the calling thread until every peer's hello arrived or the deadline passes. A hello
+// with the wrong job id or secret is ignored with one warning; a peer on another provider is a
+// usage error naming both.
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "common/log.h"
+#include "transport/ofi/channels.h"
+#include "transport/ofi/ofi.h"
+#include "transport/peer_key.h"
+
+namespace braid::transport::ofi {
+
+void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
+  const int rank = config_.rank;
+  Hello hello;
+  hello.size = config_.size;
+  hello.jobIdBytes = static_cast<uint32_t>(config_.jobId.size());
+  hello.secretBytes = static_cast<uint32_t>(config_.secret.size());
+  hello.pid = static_cast<uint64_t>(getpid());
+  hello.pidNamespace = pidNamespace_;
+  hello.hostId = hostId_;
+  std::unique_lock<std::mutex> lock(fabricMutex_);
+  for (auto& peer : peers_) {
+    if (!peer) continue;
+    const std::string key = fmt::format("{}/ofi/{}", config_.jobId, peer->rank);
+    const std::string value =
+        getPeerKey(kv, key, deadline, rank, peer->rank, "ofi", "publish its address");
+    std::string why;
+    std::optional<Published> published = decodePublished(value, &why);
+    BRAID_ENFORCE(published.has_value(), ErrorCode::kRemoteError,
+                  "rank {}: ofi: peer rank {} published a malformed address under '{}': {}", rank,
+                  peer->rank, key, why);
+    BRAID_ENFORCE(published->provider == provider_.name, ErrorCode::kInvalidUsage,
+                  "rank {}: ofi: peer rank {} uses libfabric provider '{}', this rank '{}': set "
+                  "BRAID_OFI_PROVIDER alike on every rank",
+                  rank, peer->rank, published->provider, provider_.name);
+    int inserted = fi_av_insert(av_, published->address.data(), 1, &peer->address, 0, nullptr);
+    BRAID_ENFORCE(inserted == 1, ErrorCode::kSystemError,
+                  "rank {}: ofi: inserting peer rank {}'s address ({} bytes) failed: {} "
+                  "(provider {})",
+                  rank, peer->rank, published->address.size(),
+                  inserted < 0 ? fi_strerror(-inserted) : "not inserted", provider_.name);
+    hello.target = peer->rank;
+    std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
+    payload += config_.jobId + config_.secret;
+    sendControl(*peer, kHello, 0, 0, payload);
+  }
+  // Drive the queue here until every peer's hello arrived: then both directions work.
+  while (true) {
+    drainQueue(8);
+    flushControl();
+    std::string missing;
+    for (auto& peer : peers_) {
+      if (!peer) continue;
+      if (!peer->alive.load()) {
+        fail(ErrorCode::kRemoteError, "rank {}: ofi connection to peer rank {} failed (provider {})",
+             rank, peer->rank, provider_.name);
+      }
+      if (!peer->helloSeen) missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
+    }
+    if (missing.empty()) break;
+    if (deadline.expired()) {
+      fail(ErrorCode::kTimeout,
+           "rank {}: ofi connect timed out waiting for the hello of peer rank(s) {} (provider {})",
+           rank, missing, provider_.name);
+    }
+    sleepOnQueue(std::min(deadline.millisLeft(), 10), lock);
+    lock.lock();
+  }
+  const Clock::time_point now = Clock::now();
+  for (auto& peer : peers_) {
+    if (peer) peer->lastHeard = peer->lastSent = now;
+  }
+}
+
+void OfiTransport::onHello(int from, const char* data, size_t bytes) {
+  const int rank = config_.rank;
+  std::string why;
+  std::optional<HelloPayload> payload = decodeHello(data, bytes, config_.size, rank, &why);
+  if (payload && (payload->jobId != config_.jobId || payload->secret != config_.secret)) {
+    why = "wrong job id or secret";
+    payload.reset();
+  }
+  if (!payload) {
+    BRAID_WARN("rank {}: ofi: ignoring a hello claiming to be from rank {}: {}", rank, from, why);
+    return;
+  }
+  const Hello& hello = payload->hello;
+  PeerState& peer = *peers_[from];
+  if (peer.helloSeen) return;
+  peer.helloSeen = true;
+  peer.pid = static_cast<int64_t>(hello.pid);
+  peer.local = hello.hostId == hostId_ && hello.pidNamespace == pidNamespace_ &&
+               pidNamespace_ != 0 && static_cast<pid_t>(hello.pid) != getpid();
+}
+
+}  // namespace braid::transport::ofi
