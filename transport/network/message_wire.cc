@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
 namespace braid::transport::net {
@@ -60,6 +62,23 @@ std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size
   out.jobId.assign(data + sizeof hello, hello.jobIdBytes);
   out.secret.assign(data + sizeof hello + hello.jobIdBytes, hello.secretBytes);
   return out;
+}
+
+std::optional<Hello> acceptHello(const char* data, size_t bytes, int size, int rank,
+                                 const std::string& jobId, const std::string& secret,
+                                 std::string* why) {
+  std::optional<HelloPayload> payload = decodeHello(data, bytes, size, rank, why);
+  if (!payload) return std::nullopt;
+  if (payload->jobId != jobId || payload->secret != secret) {
+    *why = "wrong job id or secret";
+    return std::nullopt;
+  }
+  return payload->hello;
+}
+
+bool sameHostOtherProcess(const Hello& hello, uint64_t hostId, uint64_t pidNamespace) {
+  return hello.hostId == hostId && hello.pidNamespace == pidNamespace && pidNamespace != 0 &&
+         static_cast<pid_t>(hello.pid) != getpid();
 }
 
 std::string toHex(const void* data, size_t bytes) {

@@ -86,6 +86,15 @@ struct HelloPayload {
 std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size, int rank,
                                         std::string* why);
 
+/// decodeHello, then the job id and secret compared with this rank's: the hello, or nullopt with
+/// `why` set ("wrong job id or secret", or decodeHello's reason).
+std::optional<Hello> acceptHello(const char* data, size_t bytes, int size, int rank,
+                                 const std::string& jobId, const std::string& secret,
+                                 std::string* why);
+/// Whether the hello's sender runs on this host (`hostId`, `pidNamespace`: this process's) in
+/// this pid namespace, as another process: then the kernel can say whether it is gone.
+bool sameHostOtherProcess(const Hello& hello, uint64_t hostId, uint64_t pidNamespace);
+
 /// An address as published in the kv store: lower-case hex, two digits a byte; fromHex() is
 /// false for an empty, odd-length or non-hex text.
 std::string toHex(const void* data, size_t bytes);

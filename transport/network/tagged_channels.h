@@ -11,9 +11,13 @@
 // `Slot`s are the backend's per-slot state (SendSlot, RecvSlot); each has a `channel` pointer.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "transport/network/message_wire.h"
@@ -142,9 +146,49 @@ class TaggedRecvChannel final : public RecvChannel, public TaggedSlots<Owner, Pe
 
   int peer() const override { return this->peerState_->rank; }
 
+  /// The receive into slot `index` completed with `length` bytes (owner of the network): "" and
+  /// arrived_ moved over every slot completed in order, or why the message breaks the protocol
+  /// (its size or sequence number).
+  std::string arrive(uint32_t index, size_t length) {
+    const uint64_t k = this->k_;
+    uint64_t arrived = arrived_.load(std::memory_order_relaxed);
+    const uint64_t seq = net::expectedSeq(arrived, index, k);
+    const auto* header = reinterpret_cast<const net::SlotHeader*>(this->slot(index));
+    if (std::string why = net::slotError(length, *header, seq); !why.empty()) {
+      return fmt::format("{} on channel {} slot {}, expected seq {}", why, this->channel_, index,
+                         seq);
+    }
+    this->slots_[index].done = true;
+    while (this->slots_[arrived % k].done) {
+      this->slots_[arrived % k].done = false;
+      ++arrived;
+    }
+    arrived_.store(arrived, std::memory_order_release);
+    return "";
+  }
+
   alignas(64) std::atomic<uint64_t> arrived_{0};   // written by the owner of the network
   alignas(64) std::atomic<uint64_t> released_{0};  // written by the user
   uint64_t reposted_ = 0;                          // owner of the network: receives re-posted
 };
+
+/// A kCredit control message `h` for this rank's send channels `sends` (by peer rank x
+/// `channels` + channel; null for other kinds): "" when acceptable (credited_ raised; *raised
+/// says whether it moved), else why it breaks the protocol (owner of the network).
+template <class Channel>
+std::string takeCredit(const std::vector<std::unique_ptr<Channel>>& sends, int channels,
+                       const net::ControlHeader& h, bool* raised) {
+  *raised = false;
+  Channel* sc = h.channel < static_cast<uint32_t>(channels)
+                    ? sends[static_cast<size_t>(h.rank) * channels + h.channel].get()
+                    : nullptr;
+  std::string why =
+      net::creditError(h, channels, sc ? sc->posted_.load(std::memory_order_acquire) : 0);
+  if (why.empty() && h.value > sc->credited_.load(std::memory_order_relaxed)) {
+    sc->credited_.store(h.value, std::memory_order_release);
+    *raised = true;
+  }
+  return why;
+}
 
 }  // namespace braid::transport

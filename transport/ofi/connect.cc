@@ -81,24 +81,19 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
 }
 
 void OfiTransport::onHello(int from, const char* data, size_t bytes) {
-  const int rank = config_.rank;
   std::string why;
-  std::optional<HelloPayload> payload = decodeHello(data, bytes, config_.size, rank, &why);
-  if (payload && (payload->jobId != config_.jobId || payload->secret != config_.secret)) {
-    why = "wrong job id or secret";
-    payload.reset();
-  }
-  if (!payload) {
-    BRAID_WARN("rank {}: ofi: ignoring a hello claiming to be from rank {}: {}", rank, from, why);
+  std::optional<Hello> hello = net::acceptHello(data, bytes, config_.size, config_.rank,
+                                                config_.jobId, config_.secret, &why);
+  if (!hello) {
+    BRAID_WARN("rank {}: ofi: ignoring a hello claiming to be from rank {}: {}", config_.rank,
+               from, why);
     return;
   }
-  const Hello& hello = payload->hello;
   PeerState& peer = *peers_[from];
   if (peer.helloSeen) return;
   peer.helloSeen = true;
-  peer.pid = static_cast<int64_t>(hello.pid);
-  peer.local = hello.hostId == hostId_ && hello.pidNamespace == pidNamespace_ &&
-               pidNamespace_ != 0 && static_cast<pid_t>(hello.pid) != getpid();
+  peer.pid = static_cast<int64_t>(hello->pid);
+  peer.local = net::sameHostOtherProcess(*hello, hostId_, pidNamespace_);
 }
 
 }  // namespace braid::transport::ofi

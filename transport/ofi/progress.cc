@@ -73,23 +73,10 @@ void OfiTransport::onCompletion(OpContext& op, size_t length) {
       PeerState& peer = *channel.peerState_;
       slot.posted = false;
       peer.lastHeard = Clock::now();
-      const uint64_t k = channel.k_;
-      uint64_t arrived = channel.arrived_.load(std::memory_order_relaxed);
-      const uint64_t seq = expectedSeq(arrived, slot.index, k);
-      const auto* header = reinterpret_cast<const SlotHeader*>(channel.slot(slot.index));
-      if (std::string why = slotError(length, *header, seq); !why.empty()) {
-        markDead(peer,
-                 fmt::format("{} on channel {} slot {}, expected seq {}", why, channel.channel_,
-                             slot.index, seq),
-                 true);
+      if (std::string why = channel.arrive(slot.index, length); !why.empty()) {
+        markDead(peer, why, true);
         return;
       }
-      slot.done = true;
-      while (channel.slots_[arrived % k].done) {
-        channel.slots_[arrived % k].done = false;
-        ++arrived;
-      }
-      channel.arrived_.store(arrived, std::memory_order_release);
       ringDoorbellIfSleeping();
       return;
     }
@@ -176,15 +163,11 @@ void OfiTransport::onControl(const char* data, size_t length) {
       onHello(h.rank, payload, bytes);
       return;
     case kCredit: {
-      OfiSendChannel* sc =
-          h.channel < static_cast<uint32_t>(config_.channels)
-              ? sends_[static_cast<size_t>(h.rank) * config_.channels + h.channel].get()
-              : nullptr;
-      why = creditError(h, config_.channels, sc ? sc->posted_.load(std::memory_order_acquire) : 0);
+      bool raised = false;
+      why = takeCredit(sends_, config_.channels, h, &raised);
       if (!why.empty()) {
         markDead(peer, why, true);
-      } else if (h.value > sc->credited_.load(std::memory_order_relaxed)) {
-        sc->credited_.store(h.value, std::memory_order_release);
+      } else if (raised) {
         ringDoorbellIfSleeping();
       }
       return;

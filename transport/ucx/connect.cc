@@ -102,23 +102,19 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
 }
 
 void UcxTransport::onHello(int from, const char* data, size_t bytes) {
-  const int rank = config_.rank;
-  auto reject = [&](const std::string& why) {
-    BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", rank, from, why);
-  };
   std::string why;
-  std::optional<HelloPayload> payload = decodeHello(data, bytes, config_.size, rank, &why);
-  if (!payload) return reject(why);
-  if (payload->jobId != config_.jobId || payload->secret != config_.secret) {
-    return reject("wrong job id or secret");
+  std::optional<Hello> hello = net::acceptHello(data, bytes, config_.size, config_.rank,
+                                                config_.jobId, config_.secret, &why);
+  if (!hello) {
+    BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", config_.rank,
+               from, why);
+    return;
   }
-  const Hello& hello = payload->hello;
   PeerState& peer = *peers_[from];
   if (peer.helloSeen) return;
   peer.helloSeen = true;
-  peer.pid = static_cast<int64_t>(hello.pid);
-  peer.helloLocal = hello.hostId == hostId_ && hello.pidNamespace == pidNamespace_ &&
-                    pidNamespace_ != 0 && static_cast<pid_t>(hello.pid) != getpid();
+  peer.pid = static_cast<int64_t>(hello->pid);
+  peer.helloLocal = net::sameHostOtherProcess(*hello, hostId_, pidNamespace_);
 }
 
 }  // namespace braid::transport::ucx

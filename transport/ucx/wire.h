@@ -14,24 +14,8 @@
 
 namespace braid::transport::ucx {
 
-using net::ControlHeader;
-using net::creditError;
-using net::decodeControlHeader;
-using net::decodeHello;
-using net::expectedSeq;
-using net::fromHex;
-using net::Hello;
-using net::HelloPayload;
-using net::kAbort;
-using net::kControlMagic;
-using net::kCredit;
-using net::kHello;
-using net::kMaxAbortReason;
-using net::kMaxHandshakeString;
-using net::kSlotHeaderBytes;
-using net::SlotHeader;
-using net::slotError;
-using net::toHex;
+// SlotHeader, ControlHeader, Hello, the control types and the receiver's checks.
+using namespace ::braid::transport::net;  // NOLINT(google-build-using-namespace)
 
 // Tag layout: sender rank (24 bits) | channel (16 bits) | slot index (24 bits).
 inline constexpr int kMaxRanks = 1 << 24;
