@@ -99,6 +99,9 @@ class OfiTransport final : public NetworkEndpoint {
   /// Sends the queued control messages while the pool has buffers; true if one went.
   bool flushControl();
   bool flushChannel(PeerState& peer, int channel);
+  /// Work on (peer, channel) that no completion will announce: sends posted and not issued,
+  /// receives released and not re-posted, control messages queued while a buffer is free.
+  bool channelPending(PeerState& peer, int channel) const;
   bool doLocalWork();
   /// Heartbeats to quiet peers and the silence check (progress thread).
   bool keepAlive();

@@ -347,18 +347,20 @@ bool OfiTransport::doLocalWork() {
   return did;
 }
 
+bool OfiTransport::channelPending(PeerState& peer, int channel) const {
+  const size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
+  return (sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ &&
+          peer.alive.load(std::memory_order_relaxed)) ||
+         recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_ ||
+         (!control_->queued.empty() && !control_->freeSends.empty());
+}
+
 bool OfiTransport::hasLocalWork() {
   std::lock_guard<std::mutex> lock(fabricMutex_);
-  if (ownAbortPending() || (!control_->queued.empty() && !control_->freeSends.empty())) return true;
+  if (ownAbortPending()) return true;
   for (auto& peer : peers_) {
-    if (!peer) continue;
-    for (int c = 0; c < config_.channels; ++c) {
-      size_t i = static_cast<size_t>(peer->rank) * config_.channels + c;
-      if (sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ &&
-          peer->alive.load(std::memory_order_relaxed)) {
-        return true;
-      }
-      if (recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_) return true;
+    for (int c = 0; peer && c < config_.channels; ++c) {
+      if (channelPending(*peer, c)) return true;
     }
   }
   return false;
