@@ -7,7 +7,8 @@ and prints per size the median out-of-place time and bus bandwidth of each.
       --config "ofi:BRAID_OFI_PROVIDER=tcp;ofi_rxm" --config tcp --config "ucx:UCX_TLS=tcp" \
       [--out results.md]
 
-A --config is "<transport>[:VAR=value,VAR=value]"; its label is the whole text.
+A --config is "<transport>[:VAR=value]" (one variable; its value may hold commas); its label is
+the whole text.
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -18,8 +19,8 @@ from compare_mpi import human, report  # noqa: E402
 def run_once(args, config, out_json):
     transport, _, env_text = config.partition(":")
     env = dict(os.environ)
-    for pair in filter(None, env_text.split(",")):
-        key, _, value = pair.partition("=")
+    if env_text:
+        key, _, value = env_text.partition("=")
         env[key] = value
     cmd = [os.path.join(args.build, "tools", "braidrun"), "-n", str(args.ranks), "--timeout", "600",
            os.path.join(args.build, "bench", "all_reduce_perf"), "--transport", transport,
@@ -31,7 +32,7 @@ def run_once(args, config, out_json):
     for row in data["rows"]:
         if row["out_of_place"].get("wrong", 0) not in (0, None):
             sys.exit(f"compare_transports: {config}: {row['size']} bytes: wrong values")
-    return data, (f"{env_text.replace(',', ' ')} " if env_text else "") + " ".join(cmd)
+    return data, (f"'{env_text}' " if env_text else "") + " ".join(cmd)
 
 
 def main():
