@@ -137,17 +137,16 @@ std::string describeBackends() {
   std::string out;
   for (const Backend* backend : backends()) {
     if (backend->deviceMemory()) continue;
-    std::string why, automatic;
-    const bool available = backend->available(&why);
-    if (available) {
-      const bool chosen = backend->automatic(&automatic);
-      automatic = fmt::format("{}{}{}", chosen ? "chosen by default" : "only when forced",
-                              automatic.empty() ? "" : ": ", automatic);
+    std::string why;
+    if (!backend->available(&why)) {
+      out += fmt::format("{}: not available: {}\n", backend->name(), why);
+      continue;
     }
+    const bool chosen = backend->automatic(&why);
     const std::string detail = backend->detail();
-    out += fmt::format("{}: {}{}{}\n", backend->name(),
-                       available ? automatic : "not available: " + why,
-                       detail.empty() ? "" : "; ", detail);
+    out += fmt::format("{}: available, {}{}{}{}\n", backend->name(),
+                       chosen ? "picked by default where it reaches" : "only when forced",
+                       why.empty() ? "" : " (" + why + ")", detail.empty() ? "" : "; ", detail);
   }
   return out;
 }

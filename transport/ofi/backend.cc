@@ -22,16 +22,13 @@ class OfiBackend final : public Backend {
   bool automatic(std::string* why) const override {
     ofi::ProviderChoice c = ofi::chooseProvider();
     if (why != nullptr) {
-      *why = c.hardware ? fmt::format("provider {} is a hardware one ({})", c.name, c.how)
-                        : fmt::format("provider {} is a software one ({}): only "
-                                      "BRAID_TRANSPORT=ofi uses it",
-                                      c.name, c.how);
+      *why = fmt::format("provider {} is a {} one", c.name, c.hardware ? "hardware" : "software");
     }
     return c.hardware;
   }
   std::string detail() const override {
     ofi::ProviderChoice c = ofi::chooseProvider();
-    return fmt::format("provider {} ({}; listed here: {})", c.name, c.how,
+    return fmt::format("provider {}: {}; libfabric lists {}", c.name, c.how,
                        c.listed.empty() ? "none" : c.listed);
   }
   bool canReach(const HostInfo&, const HostInfo&) const override { return true; }

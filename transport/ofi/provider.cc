@@ -22,17 +22,19 @@ ProviderChoice lookUp(const std::string& forced) {
   InfoPtr all = getInfo("", &why);
   for (fi_info* i = all.get(); i != nullptr; i = i->next) {
     const std::string name = i->fabric_attr->prov_name;
-    if (c.listed.find(name) == std::string::npos) c.listed += (c.listed.empty() ? "" : ", ") + name;
+    if ((", " + c.listed + ", ").find(", " + name + ", ") == std::string::npos) {
+      c.listed += (c.listed.empty() ? "" : ", ") + name;
+    }
     if (forced.empty() && c.name.empty() && hardwareProvider(name)) c.name = name;
   }
   if (!forced.empty()) {
     c.name = forced;
     c.how = "BRAID_OFI_PROVIDER";
   } else if (!c.name.empty()) {
-    c.how = "the first hardware provider libfabric lists";
+    c.how = "the first hardware provider listed";
   } else {
     c.name = kSoftwareDefault;
-    c.how = "no hardware provider listed, the software default";
+    c.how = "no hardware provider listed: the software default";
   }
   c.hardware = hardwareProvider(c.name);
   InfoPtr chosen = getInfo(c.name, &why);
