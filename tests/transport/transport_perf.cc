@@ -1,7 +1,7 @@
 // transport_perf: two forked ranks measure ping-pong latency (8-byte messages, round trip / 2)
 // and one-directional streaming bandwidth (128 KiB slots, K = 8, memcpy in and out) over shm,
 // tcp and (where built) ucx, which uses the UCX_TLS of the environment. Not a test; run by hand:
-//   build-*/tests/transport/transport_perf [shm|tcp|ucx|all] [round trips] [streamed MiB]
+//   build-*/tests/transport/transport_perf [shm|tcp|ucx|ofi|all] [round trips] [streamed MiB]
 #include <stdlib.h>
 
 #include <algorithm>
