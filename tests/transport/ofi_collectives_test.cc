@@ -1,4 +1,5 @@
-// Collectives over the ofi transport (BRAID_TRANSPORT=ofi, provider tcp;ofi_rxm and udp;ofi_rxd),
+// Collectives over the ofi transport (BRAID_TRANSPORT=ofi, provider tcp;ofi_rxm with its data as
+// remote writes and as tagged messages, and udp;ofi_rxd),
 // ranks as threads: all-reduce (and the other scheduled collectives at a few sizes) at 2 and 4
 // ranks, checked element by element against the closed-form reference (tests/kit/host_case.h).
 // Skips, saying why, where this build has no libfabric or the provider is not usable here.
@@ -14,10 +15,17 @@
 namespace braid::testing {
 namespace {
 
+// "<provider>" (data as remote writes where it offers RMA) or "<provider>|tagged".
 class OfiCollectives : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
-    setenv("BRAID_OFI_PROVIDER", GetParam(), 1);
+    const std::string param = GetParam();
+    setenv("BRAID_OFI_PROVIDER", param.substr(0, param.find('|')).c_str(), 1);
+    if (param.find("|tagged") != std::string::npos) {
+      setenv("BRAID_OFI_RMA", "off", 1);
+    } else {
+      unsetenv("BRAID_OFI_RMA");
+    }
     std::string why;
     if (!transport::kindAvailable(transport::Kind::kOfi, &why)) {
       if (BRAID_HAVE_OFI) BRAID_SKIP_NO_DEVICE(why);
@@ -68,7 +76,8 @@ TEST_P(OfiCollectives, EveryScheduledCollectiveMatchesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, OfiCollectives, ::testing::Values("tcp;ofi_rxm", "udp;ofi_rxd"),
+INSTANTIATE_TEST_SUITE_P(Providers, OfiCollectives,
+                         ::testing::Values("tcp;ofi_rxm", "tcp;ofi_rxm|tagged", "udp;ofi_rxd"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

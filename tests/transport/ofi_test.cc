@@ -14,12 +14,28 @@ namespace {
 
 constexpr Backend kTcp = kOfiTcpBackend;
 
+// Three ranks as threads, every pair and channel, every byte checked.
+void moveEveryByte() {
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("mr");
+  expectOk(runRanks(3, [&](int rank) {
+    EndpointConfig c = makeConfig(rank, 3, std::vector<Kind>(3, Kind::kOfi), jobId);
+    c.slots = 4;
+    c.slotBytes = 5000;
+    auto ep = connect(c, kv);
+    exchangeAll(*ep, 60, c.slotBytes, 30);
+    kv.set(fmt::format("{}/done/{}", jobId, rank), "1");
+    for (int p = 0; p < 3; ++p) kv.get(fmt::format("{}/done/{}", jobId, p), Deadline::after(30));
+  }));
+}
+
 class Ofi : public ::testing::Test {
  protected:
   void SetUp() override { USE_BACKEND(kTcp); }
   void TearDown() override {
     unsetenv("BRAID_OFI_MR");
     unsetenv("BRAID_OFI_PEER_TIMEOUT");
+    unsetenv("BRAID_OFI_RMA");
   }
 };
 
@@ -61,20 +77,15 @@ TEST_F(Ofi, AnUnusableProviderIsNotAvailableAndSaysWhy) {
 }
 
 // BRAID_OFI_MR=local registers every buffer and passes its descriptor, as verbs or efa need;
-// tcp;ofi_rxm accepts registrations, so the path runs here with every byte checked.
+// tcp;ofi_rxm accepts registrations, so the path runs here with every byte checked, on both data
+// paths (remote writes, tagged messages).
 TEST_F(Ofi, LocalRegistrationForcedMovesEveryByte) {
-  setenv("BRAID_OFI_MR", "local", 1);
-  MemoryKeyValue kv;
-  const std::string jobId = uniqueJobId("mr");
-  expectOk(runRanks(3, [&](int rank) {
-    EndpointConfig c = makeConfig(rank, 3, std::vector<Kind>(3, Kind::kOfi), jobId);
-    c.slots = 4;
-    c.slotBytes = 5000;
-    auto ep = connect(c, kv);
-    exchangeAll(*ep, 60, c.slotBytes, 30);
-    kv.set(fmt::format("{}/done/{}", jobId, rank), "1");
-    for (int p = 0; p < 3; ++p) kv.get(fmt::format("{}/done/{}", jobId, p), Deadline::after(30));
-  }));
+  for (const char* rma : {"auto", "off"}) {
+    SCOPED_TRACE(fmt::format("BRAID_OFI_RMA={}", rma));
+    setenv("BRAID_OFI_RMA", rma, 1);
+    setenv("BRAID_OFI_MR", "local", 1);
+    moveEveryByte();
+  }
 }
 
 TEST_F(Ofi, RanksOnDifferentProvidersAreRefused) {
@@ -108,6 +119,40 @@ TEST_F(Ofi, RanksOnDifferentProvidersAreRefused) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage) << e.what();
     EXPECT_NE(std::string(e.what()).find("peer rank 1 uses libfabric provider 'udp;ofi_rxd', this "
                                          "rank 'tcp;ofi_rxm'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(waitChild(child, Deadline::after(10)), 0);
+}
+
+// Every rank must move data the same way: remote writes on one and tagged messages on the other
+// would never meet.
+TEST_F(Ofi, RanksOnDifferentDataPathsAreRefused) {
+  TempDir dir;
+  const std::string jobId = uniqueJobId("paths");
+  pid_t child = forkChild([&] {
+    setenv("BRAID_OFI_RMA", "off", 1);
+    FileKeyValue kv(dir.path);
+    EndpointConfig c = makeConfig(1, 2, {Kind::kOfi, Kind::kOfi}, jobId);
+    c.timeoutSeconds = 3;
+    try {
+      connect(c, kv);
+    } catch (const Error&) {
+      return 0;
+    }
+    return 1;
+  });
+  ASSERT_GT(child, 0);
+  setenv("BRAID_OFI_RMA", "on", 1);
+  FileKeyValue kv(dir.path);
+  EndpointConfig c = makeConfig(0, 2, {Kind::kOfi, Kind::kOfi}, jobId);
+  c.timeoutSeconds = 3;
+  try {
+    connect(c, kv);
+    ADD_FAILURE() << "ranks moving data as rma and tagged connected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage) << e.what();
+    EXPECT_NE(std::string(e.what()).find("peer rank 1 moves data as tagged, this rank as rma"),
               std::string::npos)
         << e.what();
   }

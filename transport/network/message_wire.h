@@ -31,7 +31,10 @@ inline constexpr uint32_t kMaxAbortReason = 1024;
 inline constexpr uint32_t kMaxHandshakeString = 1024;  ///< bound on jobId and secret lengths
 
 /// kHeartbeat: "still here" (ofi, whose peers between hosts are seen dead by their silence).
-enum ControlType : uint32_t { kHello = 1, kCredit = 2, kAbort = 3, kHeartbeat = 4 };
+/// kRegion: where a receive channel's slots are for remote writes (ofi's RMA path): channel,
+/// value = the key, payload = the 8-byte address of slot 0 (an offset where the provider
+/// addresses by offset).
+enum ControlType : uint32_t { kHello = 1, kCredit = 2, kAbort = 3, kHeartbeat = 4, kRegion = 5 };
 
 struct ControlHeader {
   uint32_t magic = kControlMagic;

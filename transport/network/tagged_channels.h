@@ -5,8 +5,9 @@
 // a credit. Who issues sends and re-posts receives is the backend's `Owner`:
 //   owner->flushSoon(peer, channel)   after a post or a release (the user's thread);
 //   owner->pollSoon()                 tryAcquire/tryPeek found nothing (may progress once);
-//   owner->slotsAllocated(buf, n)     a channel's slot memory exists (ofi registers it), returns
-//                                     the descriptor its operations pass (or nullptr);
+//   owner->slotsAllocated(buf, n, r)  a channel's slot memory exists (ofi registers it; `r`: the
+//                                     receive side, which peers may write into), returns the
+//                                     descriptor its operations pass (or nullptr);
 //   Owner::kName                      the backend's name in errors.
 // `Slot`s are the backend's per-slot state (SendSlot, RecvSlot); each has a `channel` pointer.
 #pragma once
@@ -40,9 +41,9 @@ struct TaggedSlots {
         channel_(channel) {}
 
   char* slot(uint64_t n) { return buffer_.get() + (n % k_) * stride_; }
-  void allocate() {
+  void allocate(bool receiving) {
     buffer_ = allocateSlots(k_ * stride_, Owner::kName);
-    desc_ = owner_->slotsAllocated(buffer_.get(), k_ * stride_);
+    desc_ = owner_->slotsAllocated(buffer_.get(), k_ * stride_, receiving);
   }
 
   Owner* owner_;
@@ -73,7 +74,7 @@ class TaggedSendChannel final : public SendChannel, public TaggedSlots<Owner, Pe
       if (!free(p)) return nullptr;
     }
     // Allocated on first use so that unused channels cost no memory.
-    if (!this->buffer_) this->allocate();
+    if (!this->buffer_) this->allocate(false);
     return this->slot(p) + net::kSlotHeaderBytes;
   }
 
@@ -116,7 +117,7 @@ class TaggedRecvChannel final : public RecvChannel, public TaggedSlots<Owner, Pe
  public:
   TaggedRecvChannel(Owner* owner, Peer* peer, const EndpointConfig& c, int channel)
       : Base(owner, peer, c, channel) {
-    this->allocate();  // the receives are posted into it at once
+    this->allocate(true);  // the receives are posted into it at once
     for (int i = 0; i < c.slots; ++i) {
       this->slots_[i].channel = this;
       this->slots_[i].index = static_cast<uint32_t>(i);

@@ -27,6 +27,14 @@ struct PeerState : NetworkPeer {
   int64_t pid = 0;
   Clock::time_point lastHeard{};  // any message from it arrived
   Clock::time_point lastSent{};   // any message to it was issued
+  /// The RMA path: where our writes to it go, per channel (its kRegion messages).
+  struct Region {
+    uint64_t address = 0;  // of slot 0: a virtual address or an offset (FI_MR_VIRT_ADDR or not)
+    uint64_t key = 0;
+    bool known = false;
+  };
+  std::vector<Region> regions;
+  int regionsKnown = 0;
 };
 
 /// The context of every libfabric operation: an fi_context2 first (providers with FI_CONTEXT

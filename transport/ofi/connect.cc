@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "common/log.h"
@@ -41,6 +42,11 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
                   "rank {}: ofi: peer rank {} uses libfabric provider '{}', this rank '{}': set "
                   "BRAID_OFI_PROVIDER alike on every rank",
                   rank, peer->rank, published->provider, provider_.name);
+    const char* path = useRma_ ? "rma" : "tagged";
+    BRAID_ENFORCE(published->path == path, ErrorCode::kInvalidUsage,
+                  "rank {}: ofi: peer rank {} moves data as {}, this rank as {}: set BRAID_OFI_RMA "
+                  "alike on every rank",
+                  rank, peer->rank, published->path, path);
     int inserted = fi_av_insert(av_, published->address.data(), 1, &peer->address, 0, nullptr);
     BRAID_ENFORCE(inserted == 1, ErrorCode::kSystemError,
                   "rank {}: ofi: inserting peer rank {}'s address ({} bytes) failed: {} "
@@ -51,6 +57,7 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
     payload += config_.jobId + config_.secret;
     sendControl(*peer, kHello, 0, 0, payload);
+    if (useRma_) sendRegions(*peer);
   }
   // Drive the queue here until every peer's hello arrived: then both directions work.
   while (true) {
@@ -63,7 +70,10 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
         fail(ErrorCode::kRemoteError, "rank {}: ofi connection to peer rank {} failed (provider {})",
              rank, peer->rank, provider_.name);
       }
-      if (!peer->helloSeen) missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
+      const bool regions = !useRma_ || peer->regionsKnown == config_.channels;
+      if (!peer->helloSeen || !regions) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
+      }
     }
     if (missing.empty()) break;
     if (deadline.expired()) {
@@ -77,6 +87,19 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   const Clock::time_point now = Clock::now();
   for (auto& peer : peers_) {
     if (peer) peer->lastHeard = peer->lastSent = now;
+  }
+}
+
+void OfiTransport::sendRegions(PeerState& peer) {
+  const bool virtualAddresses = (info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  for (int c = 0; c < config_.channels; ++c) {
+    OfiRecvChannel& channel = *recvs_[static_cast<size_t>(peer.rank) * config_.channels + c];
+    fid_mr* mr = regions_.at(channel.buffer_.get());
+    // Providers that address by virtual address get slot 0's; the others an offset into the
+    // registration (tcp-like: 0).
+    const uint64_t address = virtualAddresses ? reinterpret_cast<uintptr_t>(channel.buffer_.get()) : 0;
+    std::string payload(reinterpret_cast<const char*>(&address), sizeof address);
+    sendControl(peer, kRegion, static_cast<uint32_t>(c), fi_mr_key(mr), payload);
   }
 }
 

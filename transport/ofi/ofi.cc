@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -64,12 +65,14 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
       if (p == rank || config.peerKinds[p] != Kind::kOfi) continue;
       peers_[p] = std::make_unique<PeerState>();
       peers_[p]->rank = p;
+      peers_[p]->regions.resize(static_cast<size_t>(config.channels));
       trackPeer(peers_[p].get());
       ++ofiPeers;
     }
     control_ = std::make_unique<ControlPool>(kControlRecvsPerPeer * ofiPeers + 8,
                                              kControlSendsPerPeer * ofiPeers + 8);
-    control_->desc = registerMemory(control_->memory.get(), control_->bytes(), "control buffers");
+    control_->desc =
+        registerMemory(control_->memory.get(), control_->bytes(), "control buffers", false);
     for (int i = 0; i < control_->recvCount; ++i) {
       BRAID_ENFORCE(postControlRecv(static_cast<uint32_t>(i)), ErrorCode::kSystemError,
                     "rank {}: ofi: the provider {} took only {} control receives", rank,
@@ -84,6 +87,10 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
         sends_[i] = std::make_unique<OfiSendChannel>(this, peers_[p].get(), config, c);
         recvs_[i] = std::make_unique<OfiRecvChannel>(this, peers_[p].get(), config, c);
         for (int s = 0; s < config.slots; ++s) {
+          if (useRma_) {  // peers write into the slots: nothing to post
+            recvs_[i]->slots_[s].posted = true;
+            continue;
+          }
           postRecv(*recvs_[i], static_cast<uint32_t>(s));
           BRAID_ENFORCE(recvs_[i]->slots_[s].posted, ErrorCode::kSystemError,
                         "rank {}: ofi: the provider {} refused the receive for peer rank {} "
@@ -98,6 +105,7 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
     fi_getname(&ep_->fid, nullptr, &length);
     Published own;
     own.provider = provider_.name;
+    own.path = useRma_ ? "rma" : "tagged";
     own.where = fmt::format("{:x}:{:x}", hostId_, pidNamespace_);
     own.address.assign(length, '\0');
     if (int rc = fi_getname(&ep_->fid, own.address.data(), &length); rc != 0) {
@@ -105,8 +113,9 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
     }
     own.address.resize(length);
     kv.set(fmt::format("{}/ofi/{}", config.jobId, rank), encodePublished(own));
-    BRAID_INFO("rank {}: ofi: libfabric provider {} ({}); memory registration {}; {}", rank,
-               provider_.name, provider_.how, mrLocal_ ? "local (FI_MR_LOCAL)" : "none",
+    BRAID_INFO("rank {}: ofi: libfabric provider {} ({}); data {}; memory registration {}; {}",
+               rank, provider_.name, provider_.how, dataPathWhy_,
+               mrLocal_ ? "local (FI_MR_LOCAL)" : useRma_ ? "receive slots only" : "none",
                cqFd_ >= 0 ? "sleeps on the completion queue's fd" : "polls in 1 ms steps");
   } catch (...) {
     cleanup();  // the destructor does not run for a throwing constructor
@@ -119,10 +128,46 @@ OfiTransport::~OfiTransport() {
   cleanup();
 }
 
+void OfiTransport::chooseDataPath() {
+  const int rank = config_.rank;
+  const std::string rma = envString("BRAID_OFI_RMA").value_or("auto");
+  BRAID_ENFORCE(rma == "auto" || rma == "on" || rma == "off", ErrorCode::kInvalidUsage,
+                "rank {}: BRAID_OFI_RMA='{}': choose auto, on or off", rank, rma);
+  std::string why;
+  if (rma == "off") {
+    dataPathWhy_ = "as tagged messages (BRAID_OFI_RMA=off)";
+  } else if (!provider_.rma) {
+    why = "the provider offers no FI_RMA";
+  } else {
+    info_ = getInfo(provider_.name, true, &why);
+    const double slotsNeeded = static_cast<double>(config_.size) * config_.channels * config_.slots;
+    if (info_ == nullptr) {
+      // why: fi_getinfo's
+    } else if ((info_->mode & FI_RX_CQ_DATA) != 0) {
+      why = "the provider wants posted receives for remote CQ data (FI_RX_CQ_DATA)";
+    } else if (info_->domain_attr->cq_data_size < 8 &&
+               slotsNeeded >= std::ldexp(1.0, 8 * static_cast<int>(info_->domain_attr->cq_data_size))) {
+      why = fmt::format("{} slots do not fit its {}-byte immediate", slotsNeeded,
+                        info_->domain_attr->cq_data_size);
+    } else {
+      useRma_ = true;
+      dataPathWhy_ = "as remote writes (fi_writedata, the slot in the immediate)";
+      return;
+    }
+  }
+  if (!why.empty()) {
+    BRAID_ENFORCE(rma != "on", ErrorCode::kInvalidUsage,
+                  "rank {}: BRAID_OFI_RMA=on, but provider {} cannot: {}", rank, provider_.name, why);
+    dataPathWhy_ = "as tagged messages (no RMA: " + why + ")";
+  }
+  info_.reset();
+}
+
 void OfiTransport::openFabric() {
   const int rank = config_.rank;
+  chooseDataPath();
   std::string why;
-  info_ = getInfo(provider_.name, &why);
+  if (!info_) info_ = getInfo(provider_.name, false, &why);
   BRAID_ENFORCE(info_ != nullptr, ErrorCode::kSystemError, "rank {}: ofi: {}", rank, why);
   const std::string mr = envString("BRAID_OFI_MR").value_or("auto");
   BRAID_ENFORCE(mr == "auto" || mr == "local", ErrorCode::kInvalidUsage,
@@ -166,18 +211,22 @@ void OfiTransport::openFabric() {
   if (int rc = fi_enable(ep_); rc != 0) failCall(rank, "fi_enable", rc, provider_.name);
 }
 
-void* OfiTransport::registerMemory(void* buffer, size_t bytes, const char* what) {
-  if (!mrLocal_) return nullptr;
+void* OfiTransport::registerMemory(void* buffer, size_t bytes, const char* what, bool remote) {
+  if (!mrLocal_ && !remote) return nullptr;
   // Keys: a provider with FI_MR_PROV_KEY chooses them; else braid does, unique per domain.
   const bool providerKeys = (info_->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
   fid_mr* mr = nullptr;
-  int rc = fi_mr_reg(domain_, buffer, bytes, FI_SEND | FI_RECV, 0, providerKeys ? 0 : nextKey_++,
-                     0, &mr, nullptr);
+  const uint64_t access = FI_SEND | FI_RECV | (useRma_ ? FI_WRITE : 0) | (remote ? FI_REMOTE_WRITE : 0);
+  int rc = fi_mr_reg(domain_, buffer, bytes, access, 0, providerKeys ? 0 : nextKey_++, 0, &mr,
+                     nullptr);
   if (rc == 0 && (info_->domain_attr->mr_mode & FI_MR_ENDPOINT) != 0) {
     rc = fi_mr_bind(mr, &ep_->fid, 0);
     if (rc == 0) rc = fi_mr_enable(mr);
   }
-  if (mr != nullptr) mrs_.push_back(mr);
+  if (mr != nullptr) {
+    mrs_.push_back(mr);
+    regions_[buffer] = mr;
+  }
   if (rc != 0) {
     fail(ErrorCode::kSystemError, "rank {}: ofi: registering {} bytes of {} failed: {} (provider {})",
          config_.rank, bytes, what, fi_strerror(-rc), provider_.name);
@@ -185,12 +234,13 @@ void* OfiTransport::registerMemory(void* buffer, size_t bytes, const char* what)
   return fi_mr_desc(mr);
 }
 
-void* OfiTransport::slotsAllocated(void* buffer, size_t bytes) {
-  if (!mrLocal_) return nullptr;
+void* OfiTransport::slotsAllocated(void* buffer, size_t bytes, bool receiving) {
+  const bool remote = receiving && useRma_;  // peers write into our receive slots
+  if (!mrLocal_ && !remote) return nullptr;
   userWaiting_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(fabricMutex_);
   userWaiting_.fetch_sub(1, std::memory_order_relaxed);
-  return registerMemory(buffer, bytes, "slots");
+  return registerMemory(buffer, bytes, receiving ? "receive slots" : "send slots", remote);
 }
 
 SendChannel& OfiTransport::send(int peer, int channel) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/network/network_endpoint.h"
@@ -63,8 +64,9 @@ class OfiTransport final : public NetworkEndpoint {
   /// tryPeek/tryAcquire found nothing: the progress thread drives the queue, nothing to do.
   void pollSoon() {}
   /// A channel's slot memory exists (tagged_channels.h): registered when the provider needs
-  /// local registration (or BRAID_OFI_MR=local); returns the descriptor. Any thread.
-  void* slotsAllocated(void* buffer, size_t bytes);
+  /// local registration (or BRAID_OFI_MR=local), and receive slots for remote writes on the RMA
+  /// path; returns the descriptor. Any thread.
+  void* slotsAllocated(void* buffer, size_t bytes, bool receiving);
   static constexpr const char* kName = "ofi";
 
  private:
@@ -77,10 +79,15 @@ class OfiTransport final : public NetworkEndpoint {
 
   // Setup (ofi.cc).
   void openFabric();
-  /// Registers [buffer, buffer + bytes) when the provider needs local registration; returns the
-  /// descriptor (nullptr otherwise). Keys: the provider's (FI_MR_PROV_KEY), else unique ones
-  /// chosen here. Fabric mutex held (or before start()).
-  void* registerMemory(void* buffer, size_t bytes, const char* what);
+  /// Registers [buffer, buffer + bytes) when the provider needs local registration, or `remote`
+  /// (peers write into it: FI_REMOTE_WRITE); returns the descriptor (nullptr when unregistered).
+  /// Keys: the provider's (FI_MR_PROV_KEY), else unique ones chosen here. Fabric mutex held (or
+  /// before start()).
+  void* registerMemory(void* buffer, size_t bytes, const char* what, bool remote);
+  /// Decides the data path: remote writes (fi_writedata, the slot in the immediate) where the
+  /// provider offers FI_RMA, delivers remote CQ data without posted receives and has room for the
+  /// immediate, unless BRAID_OFI_RMA=off; else tagged messages.
+  void chooseDataPath();
   void cleanup();
 
   // The queue and the work (progress.cc); fabric mutex held.
@@ -90,6 +97,10 @@ class OfiTransport final : public NetworkEndpoint {
   void onError(const fi_cq_err_entry& error);
   void onControl(const char* data, size_t length);
   void onHello(int from, const char* data, size_t bytes);
+  /// A peer's remote write filled one of our receive slots (the RMA path's immediate `data`).
+  void onRemoteWrite(uint64_t data);
+  /// Tells `peer` where its writes go: a kRegion per channel (the RMA path).
+  void sendRegions(PeerState& peer);
   void postRecv(OfiRecvChannel& channel, uint32_t index);
   bool postControlRecv(uint32_t index);
   /// Issues the send of message `n` of `channel`; false when the provider said try again.
@@ -120,6 +131,9 @@ class OfiTransport final : public NetworkEndpoint {
   fid_ep* ep_ = nullptr;
   int cqFd_ = -1;               // the queue's wait fd (FI_WAIT_FD), -1: none (sleep in steps)
   bool mrLocal_ = false;        // descriptors needed: register every buffer handed to a call
+  bool useRma_ = false;         // data as remote writes (fi_writedata), else tagged messages
+  std::string dataPathWhy_;     // why this data path (for the INFO line)
+  std::unordered_map<const void*, fid_mr*> regions_;  // registrations by buffer
   uint64_t nextKey_ = 1;        // keys braid chooses when the provider does not (no PROV_KEY)
   std::vector<fid_mr*> mrs_;    // every registration, closed in cleanup()
   double peerTimeout_ = 30;     // BRAID_OFI_PEER_TIMEOUT: silence that counts as death

@@ -7,6 +7,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
@@ -42,7 +43,11 @@ bool OfiTransport::drainQueue(int rounds) {
     ssize_t n = fi_cq_read(cq_, entries, kBatch);
     if (n > 0) {
       for (ssize_t i = 0; i < n; ++i) {
-        onCompletion(*static_cast<OpContext*>(entries[i].op_context), entries[i].len);
+        if ((entries[i].flags & FI_REMOTE_CQ_DATA) != 0) {
+          onRemoteWrite(entries[i].data);  // no context: nothing of ours was posted for it
+        } else {
+          onCompletion(*static_cast<OpContext*>(entries[i].op_context), entries[i].len);
+        }
       }
       did = true;
     } else if (n == -FI_EAVAIL) {
@@ -91,12 +96,46 @@ void OfiTransport::onCompletion(OpContext& op, size_t length) {
   }
 }
 
+void OfiTransport::onRemoteWrite(uint64_t data) {
+  const uint64_t slots = static_cast<uint64_t>(config_.slots);
+  const uint64_t channels = static_cast<uint64_t>(config_.channels);
+  const uint64_t slot = data % slots, channel = data / slots % channels,
+                 sender = data / slots / channels;
+  if (sender >= static_cast<uint64_t>(config_.size) || !peers_[sender]) {
+    BRAID_WARN("rank {}: ofi: ignoring a remote write with immediate {:#x} (no such ofi peer)",
+               config_.rank, data);
+    return;
+  }
+  PeerState& peer = *peers_[sender];
+  peer.lastHeard = Clock::now();
+  OfiRecvChannel& rc = *recvs_[sender * channels + channel];
+  const auto* header = reinterpret_cast<const SlotHeader*>(rc.slot(slot));
+  if (header->bytes > rc.slotBytes_) {
+    markDead(peer,
+             fmt::format("a remote write into channel {} slot {} says {} bytes (slots hold {})",
+                         channel, slot, header->bytes, rc.slotBytes_),
+             true);
+    return;
+  }
+  if (std::string why = rc.arrive(static_cast<uint32_t>(slot), kSlotHeaderBytes + header->bytes);
+      !why.empty()) {
+    markDead(peer, why, true);
+    return;
+  }
+  ringDoorbellIfSleeping();
+}
+
 void OfiTransport::onError(const fi_cq_err_entry& error) {
-  auto& op = *static_cast<OpContext*>(error.op_context);
   const bool canceled = error.err == FI_ECANCELED;
   char detail[256] = {};
   const char* text = fi_cq_strerror(cq_, error.prov_errno, error.err_data, detail, sizeof detail);
   const std::string why = fmt::format("{} ({})", fi_strerror(error.err), text ? text : "");
+  if (error.op_context == nullptr) {  // a peer's remote write into our memory failed here
+    BRAID_WARN("rank {}: ofi: a completion error without an operation of ours: {}", config_.rank,
+               why);
+    return;
+  }
+  auto& op = *static_cast<OpContext*>(error.op_context);
   switch (op.op) {
     case OpContext::kSend: {
       auto& channel = *static_cast<OfiSendChannel*>(op.owner);
@@ -104,8 +143,9 @@ void OfiTransport::onError(const fi_cq_err_entry& error) {
       const auto* header = reinterpret_cast<const SlotHeader*>(channel.slot(op.index));
       if (!canceled) {
         markDead(*channel.peerState_,
-                 fmt::format("sending {} bytes on channel {} failed: {}", header->bytes,
-                             channel.channel_, why),
+                 fmt::format("{} {} bytes on channel {} failed: {}",
+                             useRma_ ? "writing (fi_writedata)" : "sending (fi_tsend)",
+                             header->bytes, channel.channel_, why),
                  false);
       }
       ringDoorbellIfSleeping();
@@ -178,6 +218,22 @@ void OfiTransport::onControl(const char* data, size_t length) {
       return;
     case kHeartbeat:
       return;
+    case kRegion: {
+      uint64_t address = 0;
+      if (h.channel >= static_cast<uint32_t>(config_.channels) || bytes != sizeof address ||
+          !useRma_) {
+        markDead(peer,
+                 fmt::format("a region message for channel {} with {} bytes{}", h.channel, bytes,
+                             useRma_ ? "" : " on the tagged path"),
+                 true);
+        return;
+      }
+      std::memcpy(&address, payload, sizeof address);
+      PeerState::Region& region = peer.regions[h.channel];
+      if (!region.known) ++peer.regionsKnown;
+      region = {address, h.value, true};
+      return;
+    }
     default:
       markDead(peer, fmt::format("unknown control message type {}", h.type), true);
   }
@@ -224,9 +280,19 @@ bool OfiTransport::issueSend(OfiSendChannel& channel, uint64_t n) {
   auto* header = reinterpret_cast<SlotHeader*>(channel.slot(n));
   const size_t bytes = kSlotHeaderBytes + header->bytes;
   slot.busy.store(1, std::memory_order_relaxed);
-  ssize_t rc = fi_tsend(ep_, header, bytes, channel.desc_, peer.address,
-                        dataTag(config_.rank, channel.channel_, static_cast<int>(index)),
-                        &slot.context);
+  ssize_t rc;
+  if (useRma_) {
+    // Into the peer's slot `index` directly; the immediate tells it which slot filled.
+    const PeerState::Region& region = peer.regions[channel.channel_];
+    rc = fi_writedata(ep_, header, bytes, channel.desc_,
+                      slotImmediate(config_.rank, channel.channel_, static_cast<int>(index),
+                                    config_.channels, config_.slots),
+                      peer.address, region.address + index * channel.stride_, region.key,
+                      &slot.context);
+  } else {
+    rc = fi_tsend(ep_, header, bytes, channel.desc_, peer.address,
+                  dataTag(config_.rank, channel.channel_, static_cast<int>(index)), &slot.context);
+  }
   if (rc == 0) {
     peer.lastSent = Clock::now();
     return true;
@@ -234,8 +300,9 @@ bool OfiTransport::issueSend(OfiSendChannel& channel, uint64_t n) {
   slot.busy.store(0, std::memory_order_release);
   if (rc == -FI_EAGAIN) return false;  // the provider needs its queue driven first
   markDead(peer,
-           fmt::format("sending {} bytes on channel {} failed: {}", header->bytes, channel.channel_,
-                       fi_strerror(static_cast<int>(-rc))),
+           fmt::format("{} {} bytes on channel {} failed: {}",
+                       useRma_ ? "writing (fi_writedata)" : "sending (fi_tsend)", header->bytes,
+                       channel.channel_, fi_strerror(static_cast<int>(-rc))),
            false);
   return true;
 }

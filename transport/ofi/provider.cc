@@ -19,7 +19,7 @@ constexpr const char* kSoftwareDefault = "tcp;ofi_rxm";
 ProviderChoice lookUp(const std::string& forced) {
   ProviderChoice c;
   std::string why;
-  InfoPtr all = getInfo("", &why);
+  InfoPtr all = getInfo("", false, &why);
   for (fi_info* i = all.get(); i != nullptr; i = i->next) {
     const std::string name = i->fabric_attr->prov_name;
     if ((", " + c.listed + ", ").find(", " + name + ", ") == std::string::npos) {
@@ -37,7 +37,9 @@ ProviderChoice lookUp(const std::string& forced) {
     c.how = "no hardware provider listed: the software default";
   }
   c.hardware = hardwareProvider(c.name);
-  InfoPtr chosen = getInfo(c.name, &why);
+  InfoPtr chosen = getInfo(c.name, true, &why);
+  c.rma = chosen != nullptr;
+  if (!chosen) chosen = getInfo(c.name, false, &why);
   c.usable = chosen != nullptr;
   if (!c.usable) {
     c.why = fmt::format("libfabric provider '{}' ({}) is not usable here: {} (listed: {})", c.name,
@@ -56,14 +58,14 @@ bool hardwareProvider(const std::string& name) {
   return false;
 }
 
-InfoPtr getInfo(const std::string& name, std::string* why) {
+InfoPtr getInfo(const std::string& name, bool rma, std::string* why) {
   InfoPtr hints(fi_allocinfo());
   if (!hints) {
     *why = "fi_allocinfo failed";
     return nullptr;
   }
   hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_TAGGED;
+  hints->caps = FI_TAGGED | (rma ? FI_RMA | FI_WRITE | FI_REMOTE_WRITE : 0);
   hints->mode = FI_CONTEXT | FI_CONTEXT2;  // every operation's context is an fi_context2
   hints->domain_attr->mr_mode =
       FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
@@ -72,8 +74,8 @@ InfoPtr getInfo(const std::string& name, std::string* why) {
   fi_info* info = nullptr;
   int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints.get(), &info);
   if (rc != 0) {
-    *why = fmt::format("fi_getinfo(provider '{}', RDM, tagged): {}", name.empty() ? "any" : name,
-                       fi_strerror(-rc));
+    *why = fmt::format("fi_getinfo(provider '{}', RDM, tagged{}): {}",
+                       name.empty() ? "any" : name, rma ? ", RMA" : "", fi_strerror(-rc));
     return nullptr;
   }
   return InfoPtr(info);

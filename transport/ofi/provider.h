@@ -15,6 +15,7 @@ struct ProviderChoice {
   bool usable = false;    ///< fi_getinfo found it with the capabilities braid needs
   std::string name;       ///< as libfabric names it: "tcp;ofi_rxm"
   bool hardware = false;  ///< its core provider drives a NIC (verbs, efa, ...)
+  bool rma = false;       ///< it offers FI_RMA (remote writes) beside tagged messages
   std::string how;        ///< how it was chosen ("BRAID_OFI_PROVIDER", "the first hardware ...")
   std::string why;        ///< !usable: what failed, in one line
   std::string listed;     ///< the RDM providers libfabric lists here, comma-separated
@@ -31,9 +32,10 @@ struct InfoDeleter {
 };
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 
-/// fi_getinfo for RDM endpoints with tagged messages from provider `name` (every provider when
-/// empty), accepting every memory-registration mode braid handles (FI_MR_LOCAL, VIRT_ADDR,
-/// ALLOCATED, PROV_KEY, ENDPOINT). Null with *why set ("fi_getinfo(...): <error>") on failure.
-InfoPtr getInfo(const std::string& name, std::string* why);
+/// fi_getinfo for RDM endpoints with tagged messages (and with `rma`, remote writes: FI_RMA,
+/// FI_WRITE, FI_REMOTE_WRITE) from provider `name` (every provider when empty), accepting every
+/// memory-registration mode braid handles (FI_MR_LOCAL, VIRT_ADDR, ALLOCATED, PROV_KEY,
+/// ENDPOINT). Null with *why set ("fi_getinfo(...): <error>") on failure.
+InfoPtr getInfo(const std::string& name, bool rma, std::string* why);
 
 }  // namespace braid::transport::ofi

@@ -30,6 +30,14 @@ inline uint64_t dataTag(int sender, int channel, int slot) {
   return (static_cast<uint64_t>(sender) << 40) | (static_cast<uint64_t>(channel) << 24) |
          static_cast<uint64_t>(slot);
 }
+/// The RMA path's immediate (remote CQ data): which receive slot a write filled, as
+/// (sender x channels + channel) x slots + slot; it must fit the provider's cq_data_size.
+inline uint64_t slotImmediate(int sender, int channel, int slot, int channels, int slots) {
+  return (static_cast<uint64_t>(sender) * static_cast<uint64_t>(channels) +
+          static_cast<uint64_t>(channel)) *
+             static_cast<uint64_t>(slots) +
+         static_cast<uint64_t>(slot);
+}
 inline uint64_t controlTag(int sender) {
   return kControlBit | (static_cast<uint64_t>(sender) << 40);
 }
@@ -40,11 +48,13 @@ inline constexpr uint64_t kControlIgnore = ~kControlBit;
 inline constexpr size_t kControlBytes =
     (sizeof(ControlHeader) + sizeof(Hello) + 2 * kMaxHandshakeString + 63) / 64 * 64;
 
-/// What a rank publishes under "<jobId>/ofi/<rank>": its provider (every rank must use the same),
-/// where it runs (host id and pid namespace: peers on this host are checked by pid) and its
-/// endpoint's address, as "<provider>|<host id hex>:<pid namespace hex>|<address hex>".
+/// What a rank publishes under "<jobId>/ofi/<rank>": its provider and data path (every rank must
+/// use the same), where it runs (host id and pid namespace: peers on this host are checked by
+/// pid) and its endpoint's address, as
+/// "<provider>|<rma or tagged>|<host id hex>:<pid namespace hex>|<address hex>".
 struct Published {
   std::string provider;
+  std::string path;     ///< "rma" (slots written with fi_writedata) or "tagged"
   std::string where;    ///< "<host id hex>:<pid namespace hex>"
   std::string address;  ///< the raw fi_getname() bytes
 };

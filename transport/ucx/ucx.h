@@ -61,7 +61,7 @@ class UcxTransport final : public NetworkEndpoint {
   /// tryPeek/tryAcquire found nothing: progresses the worker once if it is free.
   void pollSoon();
   /// The channels' slot memory exists (tagged_channels.h): UCX needs no registration.
-  void* slotsAllocated(void*, size_t) { return nullptr; }
+  void* slotsAllocated(void*, size_t, bool) { return nullptr; }
   static constexpr const char* kName = "ucx";
   /// The endpoint's sleep() calls this: a user thread that drove the worker since the
   /// progress thread last armed it wakes that thread, so no UCX work is left unannounced.
