@@ -88,6 +88,7 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   for (auto& peer : peers_) {
     if (peer) peer->lastHeard = peer->lastSent = now;
   }
+  connected_ = true;
 }
 
 void OfiTransport::sendRegions(PeerState& peer) {

@@ -146,6 +146,7 @@ class OfiTransport final : public NetworkEndpoint {
   std::mutex fabricMutex_;
   std::atomic<int> userWaiting_{0};  // user threads waiting for fabricMutex_
   bool finalRoundDone_ = false;      // progress thread: the round after the stop ran
+  bool connected_ = false;           // connectPeers() succeeded: teardown delivers what was posted
 };
 
 }  // namespace braid::transport::ofi

@@ -483,7 +483,7 @@ size_t OfiTransport::sendsInFlight() const {
 }
 
 void OfiTransport::cleanup() {
-  if (ep_ != nullptr && cq_ != nullptr && control_) {
+  if (connected_) {
     // What was posted is delivered while the peers take it (a DrainBudget: a frozen peer costs
     // one step, never a hang).
     std::lock_guard<std::mutex> lock(fabricMutex_);
