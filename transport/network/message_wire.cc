@@ -64,21 +64,35 @@ std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size
   return out;
 }
 
-std::optional<Hello> acceptHello(const char* data, size_t bytes, int size, int rank,
-                                 const std::string& jobId, const std::string& secret,
-                                 std::string* why) {
-  std::optional<HelloPayload> payload = decodeHello(data, bytes, size, rank, why);
-  if (!payload) return std::nullopt;
-  if (payload->jobId != jobId || payload->secret != secret) {
-    *why = "wrong job id or secret";
-    return std::nullopt;
-  }
-  return payload->hello;
+std::string helloPayload(const EndpointConfig& config, int target, uint64_t hostId,
+                         uint64_t pidNamespace) {
+  Hello hello;
+  hello.size = config.size;
+  hello.target = target;
+  hello.jobIdBytes = static_cast<uint32_t>(config.jobId.size());
+  hello.secretBytes = static_cast<uint32_t>(config.secret.size());
+  hello.pid = static_cast<uint64_t>(getpid());
+  hello.pidNamespace = pidNamespace;
+  hello.hostId = hostId;
+  std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
+  return payload + config.jobId + config.secret;
 }
 
-bool sameHostOtherProcess(const Hello& hello, uint64_t hostId, uint64_t pidNamespace) {
-  return hello.hostId == hostId && hello.pidNamespace == pidNamespace && pidNamespace != 0 &&
-         static_cast<pid_t>(hello.pid) != getpid();
+bool takeHello(const char* data, size_t bytes, const EndpointConfig& config, uint64_t hostId,
+               uint64_t pidNamespace, PeerHello* peer, std::string* why) {
+  std::optional<HelloPayload> payload = decodeHello(data, bytes, config.size, config.rank, why);
+  if (!payload) return false;
+  if (payload->jobId != config.jobId || payload->secret != config.secret) {
+    *why = "wrong job id or secret";
+    return false;
+  }
+  if (peer->seen) return true;
+  const Hello& hello = payload->hello;
+  peer->seen = true;
+  peer->pid = static_cast<int64_t>(hello.pid);
+  peer->local = hello.hostId == hostId && hello.pidNamespace == pidNamespace &&
+                pidNamespace != 0 && static_cast<pid_t>(hello.pid) != getpid();
+  return true;
 }
 
 std::string toHex(const void* data, size_t bytes) {

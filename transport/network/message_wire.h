@@ -89,14 +89,23 @@ struct HelloPayload {
 std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size, int rank,
                                         std::string* why);
 
-/// decodeHello, then the job id and secret compared with this rank's: the hello, or nullopt with
-/// `why` set ("wrong job id or secret", or decodeHello's reason).
-std::optional<Hello> acceptHello(const char* data, size_t bytes, int size, int rank,
-                                 const std::string& jobId, const std::string& secret,
-                                 std::string* why);
-/// Whether the hello's sender runs on this host (`hostId`, `pidNamespace`: this process's) in
-/// this pid namespace, as another process: then the kernel can say whether it is gone.
-bool sameHostOtherProcess(const Hello& hello, uint64_t hostId, uint64_t pidNamespace);
+/// The kHello payload this process sends to rank `target` of `config`'s job: the Hello fields
+/// (this pid, `hostId`, `pidNamespace`), then the job id and secret.
+std::string helloPayload(const EndpointConfig& config, int target, uint64_t hostId,
+                         uint64_t pidNamespace);
+
+/// What a peer's hello said: that it came, the peer's pid, and whether it runs on this host in
+/// this pid namespace as another process (then the kernel can say whether it is gone).
+struct PeerHello {
+  bool seen = false;
+  int64_t pid = 0;
+  bool local = false;
+};
+/// A kHello payload for this rank of `config`'s job (decodeHello's checks, then job id and
+/// secret), recorded into `peer` (the first counts; `hostId`, `pidNamespace`: this process's).
+/// false with `why` set when it is refused ("wrong job id or secret", or decodeHello's reason).
+bool takeHello(const char* data, size_t bytes, const EndpointConfig& config, uint64_t hostId,
+               uint64_t pidNamespace, PeerHello* peer, std::string* why);
 
 /// An address as published in the kv store: lower-case hex, two digits a byte; fromHex() is
 /// false for an empty, odd-length or non-hex text.

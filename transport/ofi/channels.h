@@ -22,9 +22,7 @@ namespace braid::transport::ofi {
 /// (hello fields are written before connectPeers() returns and only read afterwards).
 struct PeerState : NetworkPeer {
   fi_addr_t address = FI_ADDR_UNSPEC;  // in the address vector, once connectPeers inserted it
-  bool helloSeen = false;
-  bool local = false;  // its hello says: same host and pid namespace, another process
-  int64_t pid = 0;
+  net::PeerHello hello;  // what its hello said (local: same host and pid namespace)
   Clock::time_point lastHeard{};  // any message from it arrived
   Clock::time_point lastSent{};   // any message to it was issued
   /// The RMA path: where our writes to it go, per channel (its kRegion messages).

@@ -20,13 +20,6 @@ namespace braid::transport::ofi {
 
 void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   const int rank = config_.rank;
-  Hello hello;
-  hello.size = config_.size;
-  hello.jobIdBytes = static_cast<uint32_t>(config_.jobId.size());
-  hello.secretBytes = static_cast<uint32_t>(config_.secret.size());
-  hello.pid = static_cast<uint64_t>(getpid());
-  hello.pidNamespace = pidNamespace_;
-  hello.hostId = hostId_;
   std::unique_lock<std::mutex> lock(fabricMutex_);
   for (auto& peer : peers_) {
     if (!peer) continue;
@@ -53,10 +46,7 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
                   "(provider {})",
                   rank, peer->rank, published->address.size(),
                   inserted < 0 ? fi_strerror(-inserted) : "not inserted", provider_.name);
-    hello.target = peer->rank;
-    std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
-    payload += config_.jobId + config_.secret;
-    sendControl(*peer, kHello, 0, 0, payload);
+    sendControl(*peer, kHello, 0, 0, net::helloPayload(config_, peer->rank, hostId_, pidNamespace_));
     if (useRma_) sendRegions(*peer);
   }
   // Drive the queue here until every peer's hello arrived: then both directions work.
@@ -71,7 +61,7 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
              rank, peer->rank, provider_.name);
       }
       const bool regions = !useRma_ || peer->regionsKnown == config_.channels;
-      if (!peer->helloSeen || !regions) {
+      if (!peer->hello.seen || !regions) {
         missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
       }
     }
@@ -106,18 +96,10 @@ void OfiTransport::sendRegions(PeerState& peer) {
 
 void OfiTransport::onHello(int from, const char* data, size_t bytes) {
   std::string why;
-  std::optional<Hello> hello = net::acceptHello(data, bytes, config_.size, config_.rank,
-                                                config_.jobId, config_.secret, &why);
-  if (!hello) {
+  if (!net::takeHello(data, bytes, config_, hostId_, pidNamespace_, &peers_[from]->hello, &why)) {
     BRAID_WARN("rank {}: ofi: ignoring a hello claiming to be from rank {}: {}", config_.rank,
                from, why);
-    return;
   }
-  PeerState& peer = *peers_[from];
-  if (peer.helloSeen) return;
-  peer.helloSeen = true;
-  peer.pid = static_cast<int64_t>(hello->pid);
-  peer.local = net::sameHostOtherProcess(*hello, hostId_, pidNamespace_);
 }
 
 }  // namespace braid::transport::ofi

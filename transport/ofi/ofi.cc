@@ -257,7 +257,7 @@ bool OfiTransport::peerAlive(int peer) {
   if (!state->alive.load(std::memory_order_acquire)) return false;
   // A peer on this host: the kernel says whether its process is gone. What it sent before it
   // went may still sit in the provider: drain the queue first (bounded), then report it.
-  if (state->local && processGone(static_cast<uint64_t>(state->pid), pidNamespace_)) {
+  if (state->hello.local && processGone(static_cast<uint64_t>(state->hello.pid), pidNamespace_)) {
     {
       userWaiting_.fetch_add(1, std::memory_order_relaxed);
       std::lock_guard<std::mutex> lock(fabricMutex_);
@@ -265,7 +265,7 @@ bool OfiTransport::peerAlive(int peer) {
       const Deadline until = Deadline::after(0.1);
       for (int quiet = 0; quiet < 8 && !until.expired();) quiet = drainQueue(4) ? 0 : quiet + 1;
     }
-    markDead(*state, fmt::format("its process (pid {}) is gone", state->pid), false);
+    markDead(*state, fmt::format("its process (pid {}) is gone", state->hello.pid), false);
     return false;
   }
   return true;

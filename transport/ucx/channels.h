@@ -18,11 +18,9 @@ namespace braid::transport::ucx {
 struct PeerState : NetworkPeer {
   UcxTransport* owner = nullptr;
   ucp_ep_h ep = nullptr;
-  bool helloSeen = false;
-  bool helloLocal = false;  // its hello says: same host and pid namespace, another process
+  net::PeerHello hello;    // what its hello said (local: same host and pid namespace)
   bool peerErrors = true;   // UCP_ERR_HANDLING_MODE_PEER: UCX reports its failure
   bool checkPid = false;    // UCX does not report failures, but peerAlive() may ask the kernel
-  int64_t pid = 0;
   std::string reason;  // why it died (worker owner)
 };
 

@@ -155,7 +155,7 @@ bool UcxTransport::peerAlive(int peer) {
   if (!state->alive.load(std::memory_order_acquire)) return false;
   // Peers on this host use UCP_ERR_HANDLING_MODE_NONE (UCX's shared memory transports cannot
   // report failures): the kernel says whether the process is gone.
-  if (state->checkPid && processGone(static_cast<uint64_t>(state->pid), pidNamespace_)) {
+  if (state->checkPid && processGone(static_cast<uint64_t>(state->hello.pid), pidNamespace_)) {
     drainWorker();
     state->alive.store(false, std::memory_order_release);
     return false;
