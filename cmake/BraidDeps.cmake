@@ -35,6 +35,16 @@ if(NOT BRAID_WITH_UCX STREQUAL "OFF" AND PKG_CONFIG_FOUND)
 endif()
 braid_resolve(UCX _ucx_found "no UCX found (apt-get install libucx-dev)")
 
+# libfabric (the ofi transport).
+set(_ofi_found FALSE)
+if(NOT BRAID_WITH_OFI STREQUAL "OFF" AND PKG_CONFIG_FOUND)
+  pkg_check_modules(OFI QUIET IMPORTED_TARGET libfabric)
+  if(OFI_FOUND)
+    set(_ofi_found TRUE)
+  endif()
+endif()
+braid_resolve(OFI _ofi_found "no libfabric found (apt-get install libfabric-dev)")
+
 # CUDA (device kernels and transports): only where nvcc exists.
 set(_cuda_found FALSE)
 if(NOT BRAID_WITH_CUDA STREQUAL "OFF")

@@ -5,7 +5,7 @@ set(CPACK_PACKAGE_NAME braid)
 set(CPACK_PACKAGE_VENDOR "braid")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
-    "collective communications library: all-reduce and friends over shm, UCX and TCP")
+    "collective communications library: all-reduce and friends over shm, UCX, libfabric and TCP")
 set(CPACK_PACKAGE_CONTACT "braid developers <braid@localhost>")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

@@ -76,6 +76,11 @@ class Backend {
   /// Whether this build can connect peers of this kind; when not, *why (if given) receives a
   /// one-line reason that says what to install.
   virtual bool available(std::string* why) const = 0;
+  /// Whether chooseKinds may pick it when no kind is forced (ofi: only with a hardware
+  /// provider); when not, *why (if given) says why. Asked only of an available backend.
+  virtual bool automatic(std::string* /*why*/) const { return true; }
+  /// What describeBackends() shows beside it (ofi: the provider and how it was chosen).
+  virtual std::string detail() const { return ""; }
   /// Whether a rank at `local` can reach a peer at `peer` with this backend (shm: same host).
   virtual bool canReach(const HostInfo& local, const HostInfo& peer) const = 0;
   /// Step one of connecting (see above); only called when available().
@@ -127,17 +132,18 @@ class MissingBackend final : public Backend {
   std::string why_;
 };
 
-/// Every backend, best first (cuda_ipc > shm > ucx > tcp), including those this build lacks
+/// Every backend, best first (cuda_ipc > shm > ofi > ucx > tcp; ofi only when automatic()), including those this build lacks
 /// (available() says why).
 const std::vector<const Backend*>& backends();
 /// The backend of `kind`, or nullptr (kSelf).
 const Backend* findBackend(Kind kind);
 
 // The backends, each defined in its folder's backend.cc (its missing.cc stands in where the
-// build lacks what it needs: UCX, CUDA).
+// build lacks what it needs: UCX, libfabric, CUDA).
 const Backend& cudaIpcBackend();
 const Backend& shmBackend();
 const Backend& tcpBackend();
 const Backend& ucxBackend();
+const Backend& ofiBackend();
 
 }  // namespace braid::transport

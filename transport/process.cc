@@ -7,9 +7,21 @@
 
 #include <cerrno>
 #include <fstream>
+#include <functional>
 #include <string>
 
 namespace braid::transport {
+
+uint64_t hostId() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::string text = name;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  text += "/" + id;
+  return std::hash<std::string>{}(text);
+}
 
 uint64_t pidNamespace() {
   struct stat st {};

@@ -6,6 +6,10 @@
 
 namespace braid::transport {
 
+/// Hostname plus boot id, hashed: equal only for processes on one running kernel (ucx and ofi
+/// publish it so that peers on this host can be told apart from remote ones).
+uint64_t hostId();
+
 /// This process's pid namespace: the inode of /proc/self/ns/pid, 0 when unknown.
 uint64_t pidNamespace();
 

@@ -15,8 +15,8 @@
 namespace braid::transport {
 
 const std::vector<const Backend*>& backends() {
-  static const std::vector<const Backend*> all = {&cudaIpcBackend(), &shmBackend(), &ucxBackend(),
-                                                  &tcpBackend()};
+  static const std::vector<const Backend*> all = {&cudaIpcBackend(), &shmBackend(), &ofiBackend(),
+                                                  &ucxBackend(), &tcpBackend()};
   return all;
 }
 
@@ -39,6 +39,8 @@ const char* kindName(Kind kind) {
       return "ucx";
     case Kind::kCudaIpc:
       return "cuda_ipc";
+    case Kind::kOfi:
+      return "ofi";
   }
   return "unknown";
 }
@@ -67,11 +69,11 @@ std::string checkForcedKind(const std::string& name) {
   if (name.empty() || name == "auto") return "";
   Kind kind;
   BRAID_ENFORCE(parseKind(name, &kind), ErrorCode::kInvalidUsage,
-                "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp or ucx",
+                "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp, ucx or ofi",
                 name);
   BRAID_ENFORCE(!findBackend(kind)->deviceMemory(), ErrorCode::kInvalidUsage,
                 "transport '{}' (BRAID_TRANSPORT / --transport) carries device buffers only (the "
-                "device communicator uses it by itself): choose shm, tcp or ucx",
+                "device communicator uses it by itself): choose shm, tcp, ucx or ofi",
                 name);
   std::string why;
   BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
@@ -106,8 +108,8 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
       kinds[q] = force->kind();
       continue;
     }
-    // Best first: shm on one host; between hosts ucx when this build has it, else tcp. Device
-    // buffers: cuda_ipc on one host.
+    // Best first: shm on one host; between hosts ofi with a hardware provider, else ucx when
+    // this build has it, else tcp. Device buffers: cuda_ipc on one host.
     const Backend* best = nullptr;
     std::string lacking;
     for (const Backend* backend : backends()) {
@@ -115,6 +117,8 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
       std::string why;
       if (!backend->available(&why)) {
         lacking += fmt::format("; {}: {}", backend->name(), why);
+      } else if (!backend->automatic(nullptr)) {
+        continue;  // only when forced (ofi with a software provider)
       } else if (backend->canReach(local, peer)) {
         best = backend;
         break;
@@ -127,6 +131,24 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
     kinds[q] = best->kind();
   }
   return kinds;
+}
+
+std::string describeBackends() {
+  std::string out;
+  for (const Backend* backend : backends()) {
+    if (backend->deviceMemory()) continue;
+    std::string why;
+    if (!backend->available(&why)) {
+      out += fmt::format("{}: not available: {}\n", backend->name(), why);
+      continue;
+    }
+    const bool chosen = backend->automatic(&why);
+    const std::string detail = backend->detail();
+    out += fmt::format("{}: available, {}{}{}{}\n", backend->name(),
+                       chosen ? "picked by default where it reaches" : "only when forced",
+                       why.empty() ? "" : " (" + why + ")", detail.empty() ? "" : "; ", detail);
+  }
+  return out;
 }
 
 namespace {

@@ -37,28 +37,36 @@ enum class Kind : uint8_t {
   kTcp = 2,
   kUcx = 3,
   kCudaIpc = 4,  ///< device slots over CUDA IPC (transport/cuda_ipc, device collectives only)
+  kOfi = 5,      ///< libfabric RDM endpoints (transport/ofi), provider from BRAID_OFI_PROVIDER
 };
 const char* kindName(Kind kind);
-/// Parses a backend's name ("shm", "tcp", "ucx", "cuda_ipc"); false on an unknown name. A known
+/// Parses a backend's name ("shm", "tcp", "ucx", "ofi", "cuda_ipc"); false on an unknown name. A known
 /// name may still be unavailable in this build: see kindAvailable().
 bool parseKind(const std::string& name, Kind* out);
-/// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time). When not,
+/// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time, kOfi
+/// libfabric and a usable provider). When not,
 /// *why (if given) receives a one-line reason.
 bool kindAvailable(Kind kind, std::string* why = nullptr);
 /// Checks a BRAID_TRANSPORT / --transport value: "" and "auto" give "" (the best kind per peer);
 /// an available host-memory kind's name is returned as is; anything else is kInvalidUsage
-/// ("unknown transport 'x' ...: choose shm, tcp or ucx", "transport 'ucx' ... is not available:
+/// ("unknown transport 'x' ...: choose shm, tcp, ucx or ofi", "transport 'ucx' ... is not available:
 /// <why>", or that cuda_ipc carries device buffers only).
 std::string checkForcedKind(const std::string& name);
 /// The kind of each of `rank`'s peers (kSelf for itself), given every rank's host key (equal
 /// for ranks that share memory). `forced` empty: the best backend that is available and reaches
-/// the peer (shm on one host; between hosts ucx when this build has it, else tcp); "auto" too.
+/// the peer (shm on one host; between hosts ofi with a hardware provider, else ucx when this
+/// build has it, else tcp); "auto" too.
 /// Else a kind name (BRAID_TRANSPORT, checked as checkForcedKind does) for every peer:
 /// kInvalidUsage when that kind cannot reach a peer (shm to another host), naming the peer and
 /// both hosts. `deviceMemory`: among the backends whose slots are device memory (cuda_ipc, which
 /// reaches the ranks of one host; `forced` must then be empty), for a device communicator.
 std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
                               const std::string& forced, bool deviceMemory = false);
+
+/// One line per host-memory backend, best first: whether this build and machine have it (why
+/// not), whether chooseKinds picks it by itself (why not), and its details (ofi: the provider).
+/// For braid-topo and diagnostics.
+std::string describeBackends();
 
 /// The fixed-size header every message carries; opaque to the transport (comm encodes it).
 struct MessageMeta {

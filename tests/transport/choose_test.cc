@@ -1,5 +1,6 @@
 // transport::chooseKinds: the backend per peer that comm asks for (BRAID_TRANSPORT forcing, else
-// shm > ucx > tcp; device buffers: cuda_ipc), and the backend registry behind it.
+// shm > ofi (hardware provider) > ucx > tcp; device buffers: cuda_ipc), and the backend registry
+// behind it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,7 +14,12 @@ namespace {
 const std::vector<std::string> kHosts = {"a", "a", "b"};  // ranks 0, 1 share a host
 
 TEST(ChooseKinds, BestAvailablePerPeer) {
-  const Kind between = kindAvailable(Kind::kUcx) ? Kind::kUcx : Kind::kTcp;
+  // ofi only where its provider is a hardware one (describeBackends says so), then ucx, then tcp.
+  const bool ofiByDefault = describeBackends().find("ofi: available, picked by default") !=
+                            std::string::npos;
+  const Kind between = ofiByDefault              ? Kind::kOfi
+                       : kindAvailable(Kind::kUcx) ? Kind::kUcx
+                                                   : Kind::kTcp;
   EXPECT_EQ(chooseKinds(0, kHosts, ""), (std::vector<Kind>{Kind::kSelf, Kind::kShm, between}));
   EXPECT_EQ(chooseKinds(2, kHosts, ""), (std::vector<Kind>{between, between, Kind::kSelf}));
 }

@@ -1,5 +1,8 @@
 // The transport conformance suite: every test here runs on every backend this build has (shm,
-// tcp, ucx over UCX_TLS=tcp and =sm,self; ucx skips where the build has no UCX; cuda_ipc in CUDA
+// tcp, ucx over UCX_TLS=tcp and =sm,self; ofi over the libfabric providers tcp;ofi_rxm, shm and
+// udp;ofi_rxd, each skipping with the reason where it is not usable here, with its data as remote
+// writes where the provider offers RMA and as tagged messages (BRAID_OFI_RMA=off); ucx skips where the
+// build has no UCX; cuda_ipc in CUDA
 // builds, skipping without a GPU, its device slots filled and read through slot_memory.h), ranks as
 // threads and as forked processes: every pair and channel, flow control, the doorbell, abort, a
 // missing, killed or frozen peer, bulk data. Backend-specific behaviour has its own file
@@ -80,7 +83,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kShmBackend, 5, 1000, 150}, Case{kTcpBackend, 2, 1000, 150},
                       Case{kTcpBackend, 3, 1000, 150}, Case{kTcpBackend, 5, 1000, 150},
                       Case{kUcxTcpBackend, 2, 3000, 120}, Case{kUcxTcpBackend, 4, 3000, 120},
-                      Case{kUcxSmBackend, 2, 3000, 120}, Case{kUcxSmBackend, 4, 3000, 120}
+                      Case{kUcxSmBackend, 2, 3000, 120}, Case{kUcxSmBackend, 4, 3000, 120},
+                      Case{kOfiTcpBackend, 2, 3000, 120}, Case{kOfiTcpBackend, 4, 3000, 120},
+                      Case{kOfiTcpTaggedBackend, 2, 3000, 120},
+                      Case{kOfiTcpTaggedBackend, 4, 3000, 120},
+                      Case{kOfiShmBackend, 2, 3000, 120}, Case{kOfiShmBackend, 4, 3000, 120},
+                      Case{kOfiShmTaggedBackend, 4, 3000, 120},
+                      Case{kOfiUdpBackend, 2, 3000, 120}, Case{kOfiUdpBackend, 4, 3000, 120},
+                      Case{kOfiUdpTaggedBackend, 2, 3000, 120}
 #if BRAID_TEST_CUDA
                       ,
                       Case{kCudaIpcBackend, 2, 1024, 150}, Case{kCudaIpcBackend, 3, 1024, 150}
@@ -215,6 +225,13 @@ TEST_P(Conformance, DoorbellWakesSleeperAndTimesOut) {
 
 TEST_P(Conformance, DoorbellWakesASleepingReceiver) {
   const Kind kind = GetParam().kind;
+  if (kind == Kind::kOfi && std::string(GetParam().tls) == "shm") {
+    // Here rank 0 (a thread) closes its endpoint while rank 1 still sends it a credit: libfabric
+    // 1.17's shm provider then crashes in the sender (pthread_spin_lock in the closed peer's
+    // region, which endpoints of one process share). Between processes the region stays mapped.
+    BRAID_SKIP_NO_DEVICE(
+        "libfabric provider shm (1.17) crashes sending to a closed endpoint of the same process");
+  }
   MemoryKeyValue kv;
   const std::string jobId = uniqueJobId("bell");
   std::atomic<bool> asleep{false};
@@ -578,7 +595,10 @@ TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, Conformance,
-                         ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend
+                         ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend,
+                                           kOfiTcpBackend, kOfiTcpTaggedBackend, kOfiShmBackend,
+                                           kOfiShmTaggedBackend,
+                                           kOfiUdpBackend, kOfiUdpTaggedBackend
 #if BRAID_TEST_CUDA
                                            ,
                                            kCudaIpcBackend  // device slots; skips without a GPU

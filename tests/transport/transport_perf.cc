@@ -1,7 +1,7 @@
 // transport_perf: two forked ranks measure ping-pong latency (8-byte messages, round trip / 2)
 // and one-directional streaming bandwidth (128 KiB slots, K = 8, memcpy in and out) over shm,
 // tcp and (where built) ucx, which uses the UCX_TLS of the environment. Not a test; run by hand:
-//   build-*/tests/transport/transport_perf [shm|tcp|ucx|all] [round trips] [streamed MiB]
+//   build-*/tests/transport/transport_perf [shm|tcp|ucx|ofi|all] [round trips] [streamed MiB]
 #include <stdlib.h>
 
 #include <algorithm>
@@ -137,10 +137,10 @@ int main(int argc, char** argv) {
   std::string which = argc > 1 ? argv[1] : "all";
   int pingIters = std::max(1000, argc > 2 ? std::atoi(argv[2]) : 100000);
   size_t streamBytes = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 4096) << 20;  // MiB
-  for (Kind kind : {Kind::kShm, Kind::kTcp, Kind::kUcx}) {
+  for (Kind kind : {Kind::kShm, Kind::kTcp, Kind::kUcx, Kind::kOfi}) {
     if (which != "all" && which != kindName(kind)) continue;
     if (!kindAvailable(kind)) continue;
-    // tcp and ucx: short, their progress threads need the cores.
+    // tcp, ucx and ofi: short, their progress threads need the cores.
     gSpins = kind == Kind::kShm ? 200000 : 64;
     char pattern[] = "/tmp/braid-perf-kv-XXXXXX";
     if (mkdtemp(pattern) == nullptr) return 1;
@@ -163,8 +163,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     const char* tls = getenv("UCX_TLS");
-    std::string name = kind == Kind::kUcx ? fmt::format("ucx (UCX_TLS={})", tls ? tls : "unset")
-                                          : std::string(kindName(kind));
+    const char* provider = getenv("BRAID_OFI_PROVIDER");
+    std::string name =
+        kind == Kind::kUcx   ? fmt::format("ucx (UCX_TLS={})", tls ? tls : "unset")
+        : kind == Kind::kOfi ? fmt::format("ofi (BRAID_OFI_PROVIDER={})", provider ? provider : "unset")
+                             : std::string(kindName(kind));
     fmt::print(
         "{}: ping-pong 8 B latency (round trip / 2) median {:.3f} us, best {:.3f} us "
         "({} round trips); streaming {} MiB in 128 KiB slots, K=8: {:.2f} GB/s\n",

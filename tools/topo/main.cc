@@ -58,6 +58,14 @@ int run(const Flags& f) {
   const braid::comm::TunerConfig config = braid::tools::tunerConfigOf(graph, f.tuner);
   fmt::print("# braid-topo: {}\n", origin);
   fmt::print("{}", braid::topology::describeGraph(graph));
+  // What carries the bytes: each transport, whether it is here, whether it is picked by itself.
+  fmt::print("\n# transports (best first; BRAID_TRANSPORT forces one)\n");
+  std::string transports = braid::comm::describeTransports();
+  for (size_t start = 0, end; start < transports.size(); start = end + 1) {
+    end = transports.find('\n', start);
+    if (end == std::string::npos) end = transports.size();
+    fmt::print("#   {}\n", transports.substr(start, end - start));
+  }
   const std::vector<Collective> shapes = braid::tools::collectivesFlag(f.collective, true);
   if (!f.explainSize.empty()) {
     for (Collective s : shapes) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
+#include "comm/detail/transports.h"  // braid-topo shows them beside the decisions
 #include "comm/detail/tuner.h"
 #include "topology/topology.h"
 

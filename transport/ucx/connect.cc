@@ -26,13 +26,6 @@ void endpointErrorCallback(void* arg, ucp_ep_h, ucs_status_t status) {
 
 void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   const int rank = config_.rank;
-  Hello hello;
-  hello.size = config_.size;
-  hello.jobIdBytes = static_cast<uint32_t>(config_.jobId.size());
-  hello.secretBytes = static_cast<uint32_t>(config_.secret.size());
-  hello.pid = static_cast<uint64_t>(getpid());
-  hello.pidNamespace = pidNamespace_;
-  hello.hostId = hostId_;
   // BRAID_UCX_ERR_MODE=peer|none overrides the choice below (auto).
   const std::string errMode = envString("BRAID_UCX_ERR_MODE").value_or("auto");
   BRAID_ENFORCE(errMode == "auto" || errMode == "peer" || errMode == "none",
@@ -70,10 +63,7 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
            "rank {}: ucx: creating the endpoint to peer rank {} failed: {} (UCX_TLS={})", rank,
            peer->rank, ucs_status_string(status), tls_.empty() ? "unset" : tls_);
     }
-    hello.target = peer->rank;
-    std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
-    payload += config_.jobId + config_.secret;
-    sendControl(*peer, kHello, 0, 0, std::move(payload));
+    sendControl(*peer, kHello, 0, 0, net::helloPayload(config_, peer->rank, hostId_, pidNamespace_));
   }
   // Progress here until every peer's hello arrived: then both directions are wired up.
   while (true) {
@@ -85,7 +75,7 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
              "rank {}: ucx connection to peer rank {} failed: {} (UCX_TLS={})", rank, peer->rank,
              peer->reason, tls_.empty() ? "unset" : tls_);
       }
-      if (!peer->helloSeen) missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
+      if (!peer->hello.seen) missing += (missing.empty() ? "" : ", ") + std::to_string(peer->rank);
     }
     if (missing.empty()) break;
     if (deadline.expired()) {
@@ -97,28 +87,16 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
       sleepOnWorker(std::min(deadline.millisLeft(), 10), nullptr);
   }
   for (auto& peer : peers_) {
-    if (peer) peer->checkPid = !peer->peerErrors && peer->helloLocal;
+    if (peer) peer->checkPid = !peer->peerErrors && peer->hello.local;
   }
 }
 
 void UcxTransport::onHello(int from, const char* data, size_t bytes) {
-  const int rank = config_.rank;
-  auto reject = [&](const std::string& why) {
-    BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", rank, from, why);
-  };
   std::string why;
-  std::optional<HelloPayload> payload = decodeHello(data, bytes, config_.size, rank, &why);
-  if (!payload) return reject(why);
-  if (payload->jobId != config_.jobId || payload->secret != config_.secret) {
-    return reject("wrong job id or secret");
+  if (!net::takeHello(data, bytes, config_, hostId_, pidNamespace_, &peers_[from]->hello, &why)) {
+    BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", config_.rank,
+               from, why);
   }
-  const Hello& hello = payload->hello;
-  PeerState& peer = *peers_[from];
-  if (peer.helloSeen) return;
-  peer.helloSeen = true;
-  peer.pid = static_cast<int64_t>(hello.pid);
-  peer.helloLocal = hello.hostId == hostId_ && hello.pidNamespace == pidNamespace_ &&
-                    pidNamespace_ != 0 && static_cast<pid_t>(hello.pid) != getpid();
 }
 
 }  // namespace braid::transport::ucx

@@ -147,23 +147,10 @@ void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length
              status == UCS_ERR_MESSAGE_TRUNCATED);
     return;
   }
-  const uint64_t k = channel.k_;
-  uint64_t arrived = channel.arrived_.load(std::memory_order_relaxed);
-  const uint64_t seq = expectedSeq(arrived, slot.index, k);
-  const auto* header = reinterpret_cast<const SlotHeader*>(channel.slot(slot.index));
-  if (std::string why = slotError(length, *header, seq); !why.empty()) {
-    markDead(peer,
-             fmt::format("{} on channel {} slot {}, expected seq {}", why, channel.channel_,
-                         slot.index, seq),
-             true);
+  if (std::string why = channel.arrive(slot.index, length); !why.empty()) {
+    markDead(peer, why, true);
     return;
   }
-  slot.done = true;
-  while (channel.slots_[arrived % k].done) {
-    channel.slots_[arrived % k].done = false;
-    ++arrived;
-  }
-  channel.arrived_.store(arrived, std::memory_order_release);
   ringDoorbellIfSleeping();
 }
 
@@ -209,17 +196,11 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
       onHello(h.rank, text, bytes);
       return;
     case kCredit: {
-      UcxSendChannel* sc =
-          h.channel < static_cast<uint32_t>(config_.channels)
-              ? sends_[static_cast<size_t>(h.rank) * config_.channels + h.channel].get()
-              : nullptr;
-      why = creditError(h, config_.channels, sc ? sc->posted_.load(std::memory_order_acquire) : 0);
+      bool raised = false;
+      why = takeCredit(sends_, config_.channels, h, &raised);
       if (!why.empty()) {
         markDead(peer, why, true);
-        return;
-      }
-      if (h.value > sc->credited_.load(std::memory_order_relaxed)) {
-        sc->credited_.store(h.value, std::memory_order_release);
+      } else if (raised) {
         ringDoorbellIfSleeping();
       }
       return;

@@ -18,8 +18,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <functional>
 
 #include "common/env.h"
 #include "common/log.h"
@@ -33,18 +31,6 @@ namespace {
 
 // The progress thread spins this long after its last activity before it sleeps on the worker.
 constexpr auto kSpin = std::chrono::microseconds(50);
-
-// Hostname plus boot id: equal only for processes on one running kernel.
-uint64_t hostId() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::string text = name;
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(boot, id);
-  text += "/" + id;
-  return std::hash<std::string>{}(text);
-}
 
 ucs_status_t controlCallback(void* arg, const void* header, size_t headerBytes, void* data,
                              size_t bytes, const ucp_am_recv_param_t* param) {
@@ -169,7 +155,7 @@ bool UcxTransport::peerAlive(int peer) {
   if (!state->alive.load(std::memory_order_acquire)) return false;
   // Peers on this host use UCP_ERR_HANDLING_MODE_NONE (UCX's shared memory transports cannot
   // report failures): the kernel says whether the process is gone.
-  if (state->checkPid && processGone(static_cast<uint64_t>(state->pid), pidNamespace_)) {
+  if (state->checkPid && processGone(static_cast<uint64_t>(state->hello.pid), pidNamespace_)) {
     drainWorker();
     state->alive.store(false, std::memory_order_release);
     return false;

@@ -13,16 +13,18 @@
 #include <vector>
 
 #include "transport/network/network_endpoint.h"
+#include "transport/network/tagged_channels.h"
 #include "transport/transport.h"
 
 namespace braid::transport::ucx {
 
-class UcxSendChannel;
-class UcxRecvChannel;
+class UcxTransport;
 struct PeerState;
 struct ControlMessage;
 struct SendSlot;
 struct RecvSlot;
+using UcxSendChannel = TaggedSendChannel<UcxTransport, PeerState, SendSlot>;
+using UcxRecvChannel = TaggedRecvChannel<UcxTransport, PeerState, RecvSlot>;
 
 /// Connection happens in steps so the caller can interleave them with other transports:
 ///   UcxTransport(config, kv)  creates the context and worker, pre-posts every receive slot and
@@ -58,6 +60,9 @@ class UcxTransport final : public NetworkEndpoint {
   void flushSoon(PeerState& peer, int channel);
   /// tryPeek/tryAcquire found nothing: progresses the worker once if it is free.
   void pollSoon();
+  /// The channels' slot memory exists (tagged_channels.h): UCX needs no registration.
+  void* slotsAllocated(void*, size_t, bool) { return nullptr; }
+  static constexpr const char* kName = "ucx";
   /// The endpoint's sleep() calls this: a user thread that drove the worker since the
   /// progress thread last armed it wakes that thread, so no UCX work is left unannounced.
   void beforeUserSleep() override;

@@ -1,32 +1,21 @@
-// The ucx transport's wire format (host byte order: all ranks of a job share an architecture).
+// The ucx transport's wire format: the shared message format (network/message_wire.h: SlotHeader,
+// ControlHeader, Hello and their checks) carried by UCX.
 //
 // Data: one tagged message per posted slot, sent from the sender's slot (SlotHeader + payload)
 // into the receiver's pre-posted receive for that channel and slot index. The tag names sender,
 // channel and slot, so every message lands in exactly one receive and ordering inside UCX does not
 // matter. Control (hello, credit, abort): active messages with id kAmControl, a ControlHeader as
-// the AM header and an optional payload (the hello fields plus jobId and secret, or the abort
-// reason).
+// the AM header and an optional payload.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string>
 
-#include "transport/transport.h"
+#include "transport/network/message_wire.h"
 
 namespace braid::transport::ucx {
 
-/// Bytes in front of every slot's payload; keeps the payload 64-byte aligned.
-inline constexpr size_t kSlotHeaderBytes = 64;
-
-struct SlotHeader {
-  MessageMeta meta;
-  uint64_t bytes = 0;  ///< payload bytes that follow the header
-  uint64_t seq = 0;    ///< message number on its channel (checked by the receiver)
-  uint64_t pad[2] = {0, 0};
-};
-static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
+// SlotHeader, ControlHeader, Hello, the control types and the receiver's checks.
+using namespace ::braid::transport::net;  // NOLINT(google-build-using-namespace)
 
 // Tag layout: sender rank (24 bits) | channel (16 bits) | slot index (24 bits).
 inline constexpr int kMaxRanks = 1 << 24;
@@ -40,67 +29,5 @@ inline uint64_t dataTag(int sender, int channel, int slot) {
 }
 
 inline constexpr unsigned kAmControl = 7;
-inline constexpr uint32_t kControlMagic = 0x31786375;  // "ucx1"
-inline constexpr uint32_t kMaxAbortReason = 1024;
-inline constexpr uint32_t kMaxHandshakeString = 1024;  ///< bound on jobId and secret lengths
-
-enum ControlType : uint32_t { kHello = 1, kCredit = 2, kAbort = 3 };
-
-struct ControlHeader {
-  uint32_t magic = kControlMagic;
-  uint32_t type = 0;
-  int32_t rank = 0;      ///< the sender
-  uint32_t channel = 0;  ///< kCredit: the channel whose slots were released
-  uint64_t value = 0;    ///< kCredit: messages released so far on that channel
-};
-static_assert(sizeof(ControlHeader) == 24);
-
-/// The kHello payload, followed by jobId and secret bytes.
-struct Hello {
-  uint32_t version = 1;
-  int32_t size = 0;    ///< world size
-  int32_t target = 0;  ///< the rank it means to reach
-  uint32_t jobIdBytes = 0;
-  uint32_t secretBytes = 0;
-  uint32_t pad = 0;
-  uint64_t pid = 0;           ///< for the same-host liveness check
-  uint64_t pidNamespace = 0;  ///< inode of /proc/self/ns/pid (0 unknown)
-  uint64_t hostId = 0;        ///< hash of hostname and boot id
-};
-static_assert(sizeof(Hello) == 48);
-
-// What a receiver checks, as pure functions of the bytes and its counters (wire.cc, which needs
-// no UCX). Each says why the input is refused, or "" / a value when it is acceptable.
-
-/// The seq a message landing in receive slot `index` must carry when `arrived` messages arrived in
-/// order so far on a channel of `slots` slots: the slot's next use at or after `arrived`.
-inline uint64_t expectedSeq(uint64_t arrived, uint64_t index, uint64_t slots) {
-  return arrived + (index + slots - arrived % slots) % slots;
-}
-/// A received data message of `length` bytes whose slot begins with `header`.
-std::string slotError(size_t length, const SlotHeader& header, uint64_t expectedSeq);
-
-/// An active message's header as a ControlHeader from a rank of a job of `size` ranks; nullopt
-/// with `why` set when it is no braid control message (size, magic or sender wrong).
-std::optional<ControlHeader> decodeControlHeader(const void* header, size_t bytes, int size,
-                                                 std::string* why);
-/// A kCredit message for our send channel of `channels` with `posted` messages posted.
-std::string creditError(const ControlHeader& h, int channels, uint64_t posted);
-
-/// A kHello payload, checked against this rank and job.
-struct HelloPayload {
-  Hello hello;
-  std::string jobId;
-  std::string secret;
-};
-/// The kHello payload of `bytes` bytes sent to `rank` of `size`; nullopt with `why` set when its
-/// fields or length are wrong. (jobId and secret are compared by the caller.)
-std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size, int rank,
-                                        std::string* why);
-
-/// The worker address as published under "<jobId>/ucx/<rank>": lower-case hex, two digits a
-/// byte; fromHex() is false for an empty, odd-length or non-hex text.
-std::string toHex(const void* data, size_t bytes);
-bool fromHex(const std::string& text, std::string* out);
 
 }  // namespace braid::transport::ucx

@@ -1,10 +1,12 @@
-#include "transport/ucx/wire.h"
+#include "transport/network/message_wire.h"
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstring>
 
-namespace braid::transport::ucx {
+namespace braid::transport::net {
 
 std::string slotError(size_t length, const SlotHeader& header, uint64_t expectedSeq) {
   if (length < kSlotHeaderBytes || header.bytes != length - kSlotHeaderBytes ||
@@ -19,12 +21,12 @@ std::optional<ControlHeader> decodeControlHeader(const void* header, size_t byte
                                                  std::string* why) {
   ControlHeader h;
   if (bytes != sizeof h) {
-    *why = fmt::format("an active message with a {}-byte header", bytes);
+    *why = fmt::format("a control message with a {}-byte header", bytes);
     return std::nullopt;
   }
   std::memcpy(&h, header, sizeof h);
   if (h.magic != kControlMagic || h.rank < 0 || h.rank >= size) {
-    *why = fmt::format("an active message (magic {:#x}, rank {})", h.magic, h.rank);
+    *why = fmt::format("a control message (magic {:#x}, rank {})", h.magic, h.rank);
     return std::nullopt;
   }
   return h;
@@ -62,6 +64,37 @@ std::optional<HelloPayload> decodeHello(const char* data, size_t bytes, int size
   return out;
 }
 
+std::string helloPayload(const EndpointConfig& config, int target, uint64_t hostId,
+                         uint64_t pidNamespace) {
+  Hello hello;
+  hello.size = config.size;
+  hello.target = target;
+  hello.jobIdBytes = static_cast<uint32_t>(config.jobId.size());
+  hello.secretBytes = static_cast<uint32_t>(config.secret.size());
+  hello.pid = static_cast<uint64_t>(getpid());
+  hello.pidNamespace = pidNamespace;
+  hello.hostId = hostId;
+  std::string payload(reinterpret_cast<const char*>(&hello), sizeof hello);
+  return payload + config.jobId + config.secret;
+}
+
+bool takeHello(const char* data, size_t bytes, const EndpointConfig& config, uint64_t hostId,
+               uint64_t pidNamespace, PeerHello* peer, std::string* why) {
+  std::optional<HelloPayload> payload = decodeHello(data, bytes, config.size, config.rank, why);
+  if (!payload) return false;
+  if (payload->jobId != config.jobId || payload->secret != config.secret) {
+    *why = "wrong job id or secret";
+    return false;
+  }
+  if (peer->seen) return true;
+  const Hello& hello = payload->hello;
+  peer->seen = true;
+  peer->pid = static_cast<int64_t>(hello.pid);
+  peer->local = hello.hostId == hostId && hello.pidNamespace == pidNamespace &&
+                pidNamespace != 0 && static_cast<pid_t>(hello.pid) != getpid();
+  return true;
+}
+
 std::string toHex(const void* data, size_t bytes) {
   static const char kDigits[] = "0123456789abcdef";
   const auto* in = static_cast<const unsigned char*>(data);
@@ -90,4 +123,4 @@ bool fromHex(const std::string& text, std::string* out) {
   return true;
 }
 
-}  // namespace braid::transport::ucx
+}  // namespace braid::transport::net

@@ -1,0 +1,88 @@
+// Collectives over the ofi transport (BRAID_TRANSPORT=ofi, provider tcp;ofi_rxm with its data as
+// remote writes and as tagged messages, and udp;ofi_rxd),
+// ranks as threads: all-reduce (and the other scheduled collectives at a few sizes) at 2 and 4
+// ranks, checked element by element against the closed-form reference (tests/kit/host_case.h).
+// Skips, saying why, where this build has no libfabric or the provider is not usable here.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "common/config.h"
+#include "tests/kit/host_case.h"
+#include "tests/support/skip.h"
+#include "transport/transport.h"
+
+namespace braid::testing {
+namespace {
+
+// "<provider>" (data as remote writes where it offers RMA) or "<provider>|tagged".
+class OfiCollectives : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    const std::string param = GetParam();
+    setenv("BRAID_OFI_PROVIDER", param.substr(0, param.find('|')).c_str(), 1);
+    if (param.find("|tagged") != std::string::npos) {
+      setenv("BRAID_OFI_RMA", "off", 1);
+    } else {
+      unsetenv("BRAID_OFI_RMA");
+    }
+    std::string why;
+    if (!transport::kindAvailable(transport::Kind::kOfi, &why)) {
+      if (BRAID_HAVE_OFI) BRAID_SKIP_NO_DEVICE(why);
+      BRAID_SKIP_MISSING(why);
+    }
+  }
+};
+
+// Sizes: empty, one element, primes, and a few MiB (float32: 786433 elements = 3 MiB + 4 B).
+TEST_P(OfiCollectives, AllReduceMatchesTheReferenceElementByElement) {
+  const std::vector<size_t> counts = {0, 1, 2, 7, 13, 1021, 65537, 786433};
+  for (int n : {2, 4}) {
+    SCOPED_TRACE(fmt::format("{} ranks over ofi ({})", n, GetParam()));
+    Options options;
+    options.transport = "ofi";
+    options.timeoutSeconds = 60;
+    std::vector<CollectiveCase> cases;
+    for (DataType type : {DataType::kFloat32, DataType::kInt32}) {
+      for (size_t count : counts) {
+        for (bool inPlace : {false, true}) {
+          cases.push_back({Collective::kAllReduce, type, RedOp::kSum, count, inPlace, -1});
+        }
+      }
+    }
+    cases.push_back({Collective::kAllReduce, DataType::kInt64, RedOp::kMax, 65537, false, -1});
+    runCasesOnThreads(
+        n, [&](int) { return options; }, cases);
+  }
+}
+
+// The other scheduled collectives at an odd count, small slots (several pieces and rounds).
+TEST_P(OfiCollectives, EveryScheduledCollectiveMatchesTheReference) {
+  for (int n : {2, 4}) {
+    SCOPED_TRACE(fmt::format("{} ranks over ofi ({})", n, GetParam()));
+    Options options;
+    options.transport = "ofi";
+    options.timeoutSeconds = 60;
+    options.chunkBytes = 1024;
+    std::vector<CollectiveCase> cases;
+    for (Collective coll : kScheduledCollectives) {
+      const bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
+      for (size_t count : {size_t{1}, size_t{1021}}) {
+        cases.push_back({coll, DataType::kFloat32, RedOp::kSum, count, false, rooted ? n - 1 : -1});
+      }
+    }
+    runCasesOnThreads(
+        n, [&](int) { return options; }, cases);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OfiCollectives,
+                         ::testing::Values("tcp;ofi_rxm", "tcp;ofi_rxm|tagged", "udp;ofi_rxd"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace braid::testing

@@ -1,0 +1,152 @@
+// The ofi transport (libfabric): one RDM endpoint per Endpoint with tagged messages into
+// pre-posted receive slots, credits, aborts and heartbeats as control messages, a completion queue
+// drained by the progress thread (network/), which sleeps on the queue's wait fd. Internal to
+// transport/ (users see transport/transport.h).
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/network/network_endpoint.h"
+#include "transport/network/tagged_channels.h"
+#include "transport/ofi/provider.h"
+#include "transport/transport.h"
+
+struct fi_cq_tagged_entry;
+struct fi_cq_err_entry;
+
+namespace braid::transport::ofi {
+
+class OfiTransport;
+struct PeerState;
+struct OpContext;
+struct ControlPool;
+struct SendSlot;
+struct RecvSlot;
+using OfiSendChannel = TaggedSendChannel<OfiTransport, PeerState, SendSlot>;
+using OfiRecvChannel = TaggedRecvChannel<OfiTransport, PeerState, RecvSlot>;
+
+/// Connection happens in steps (backend.h):
+///   OfiTransport(config, kv)   opens the provider's fabric, domain, completion queue, address
+///                              vector and endpoint, registers and pre-posts every receive slot
+///                              and the control receives, and publishes "<jobId>/ofi/<rank>";
+///   connectPeers(kv, deadline) inserts every ofi peer's address and exchanges a hello (job id,
+///                              secret, pid, host) with each, driving the queue on this thread;
+///   start(doorbell)            hands the queue to the progress thread.
+/// Every libfabric call is made under fabricMutex_ (FI_THREAD_DOMAIN): by the progress thread,
+/// or by a user thread that posts or releases (no thread switch per message). The destructor
+/// issues what was posted, waits for the sends to complete (bounded) and closes everything.
+class OfiTransport final : public NetworkEndpoint {
+ public:
+  OfiTransport(const EndpointConfig& config, KeyValue& kv);
+  ~OfiTransport() override;
+  Kind kind() const override { return Kind::kOfi; }
+
+  void connectPeers(KeyValue& kv, Deadline deadline) override;
+  SendChannel& send(int peer, int channel) override;
+  RecvChannel& recv(int peer, int channel) override;
+  /// False once a send to it failed, it broke the protocol, it was silent for the peer timeout
+  /// (BRAID_OFI_PEER_TIMEOUT, 30 s) or (same host and pid namespace) its process is gone; in that
+  /// last case only after what it sent before it went has arrived.
+  bool peerAlive(int peer) override;
+
+  /// After a post or release on (peer, channel): issues the send / re-posts the receive and
+  /// returns the credit from the calling thread.
+  void flushSoon(PeerState& peer, int channel);
+  /// tryPeek/tryAcquire found nothing: reads the queue once if no one holds the fabric mutex.
+  void pollSoon();
+  /// A channel's slot memory exists (tagged_channels.h): registered when the provider needs
+  /// local registration (or BRAID_OFI_MR=local), and receive slots for remote writes on the RMA
+  /// path; returns the descriptor. Any thread.
+  void* slotsAllocated(void* buffer, size_t bytes, bool receiving);
+  static constexpr const char* kName = "ofi";
+
+ private:
+  // NetworkEndpoint's hooks (progress.cc).
+  void waitForEvents(int timeoutMillis) override;
+  bool progress() override;
+  bool hasLocalWork() override;
+  bool finishStopping(bool lastRoundDid) override;
+  bool standBack() override;
+
+  // Setup (ofi.cc).
+  void openFabric();
+  /// Registers [buffer, buffer + bytes) when the provider needs local registration, or `remote`
+  /// (peers write into it: FI_REMOTE_WRITE); returns the descriptor (nullptr when unregistered).
+  /// Keys: the provider's (FI_MR_PROV_KEY), else unique ones chosen here. Fabric mutex held (or
+  /// before start()).
+  void* registerMemory(void* buffer, size_t bytes, const char* what, bool remote);
+  /// Decides the data path: remote writes (fi_writedata, the slot in the immediate) where the
+  /// provider offers FI_RMA, delivers remote CQ data without posted receives and has room for the
+  /// immediate, unless BRAID_OFI_RMA=off; else tagged messages.
+  void chooseDataPath();
+  void cleanup();
+
+  // The queue and the work (progress.cc); fabric mutex held.
+  /// Reads the completion queue until empty (at most `rounds` batches); true if anything came.
+  bool drainQueue(int rounds);
+  void onCompletion(OpContext& op, size_t length);
+  void onError(const fi_cq_err_entry& error);
+  void onControl(const char* data, size_t length);
+  void onHello(int from, const char* data, size_t bytes);
+  /// A peer's remote write filled one of our receive slots (the RMA path's immediate `data`).
+  void onRemoteWrite(uint64_t data);
+  /// Tells `peer` where its writes go: a kRegion per channel (the RMA path).
+  void sendRegions(PeerState& peer);
+  void postRecv(OfiRecvChannel& channel, uint32_t index);
+  bool postControlRecv(uint32_t index);
+  /// Issues the send of message `n` of `channel`; false when the provider said try again.
+  bool issueSend(OfiSendChannel& channel, uint64_t n);
+  void sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
+                   const std::string& payload);
+  /// Sends the queued control messages while the pool has buffers; true if one went.
+  bool flushControl();
+  bool flushChannel(PeerState& peer, int channel);
+  /// Work on (peer, channel) that no completion will announce: sends posted and not issued,
+  /// receives released and not re-posted, control messages queued while a buffer is free.
+  bool channelPending(PeerState& peer, int channel) const;
+  bool doLocalWork();
+  /// Heartbeats to quiet peers and the silence check (progress thread).
+  bool keepAlive();
+  /// Waits up to `timeoutMillis` on the queue's wait fd (or in short steps without one) and on
+  /// wake_; `lock` is the fabric mutex's, released while sleeping.
+  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock);
+  /// Sends posted and not yet completed (issued or not; to live peers), control ones too.
+  size_t sendsInFlight() const;
+
+  ProviderChoice provider_;
+  InfoPtr info_;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  int cqFd_ = -1;               // the queue's wait fd (FI_WAIT_FD), -1: none (sleep in steps)
+  bool mrLocal_ = false;        // descriptors needed: register every buffer handed to a call
+  bool useRma_ = false;         // data as remote writes (fi_writedata), else tagged messages
+  std::string dataPathWhy_;     // why this data path (for the INFO line)
+  std::unordered_map<const void*, fid_mr*> regions_;  // registrations by buffer
+  uint64_t nextKey_ = 1;        // keys braid chooses when the provider does not (no PROV_KEY)
+  std::vector<fid_mr*> mrs_;    // every registration, closed in cleanup()
+  double peerTimeout_ = 30;     // BRAID_OFI_PEER_TIMEOUT: silence that counts as death
+  std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ofi peers
+  std::vector<std::unique_ptr<OfiSendChannel>> sends_;
+  std::vector<std::unique_ptr<OfiRecvChannel>> recvs_;
+  std::unique_ptr<ControlPool> control_;
+  uint64_t pidNamespace_ = 0;
+  uint64_t hostId_ = 0;
+  std::mutex fabricMutex_;
+  std::atomic<int> userWaiting_{0};  // user threads waiting for fabricMutex_
+  bool finalRoundDone_ = false;      // progress thread: the round after the stop ran
+  bool connected_ = false;           // connectPeers() succeeded: teardown delivers what was posted
+};
+
+}  // namespace braid::transport::ofi
