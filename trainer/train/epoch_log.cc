@@ -20,6 +20,19 @@ std::string formatEpoch(const EpochStats& s, int epochs) {
       100 * s.commWaitShare, s.seconds, fp16);
 }
 
+EpochStats epochStatsFromSums(int epoch, int64_t steps, const double* sums, double epochSeconds,
+                              double stepSeconds, double waitSeconds) {
+  EpochStats s;
+  s.epoch = epoch;
+  s.steps = steps;
+  s.trainLoss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+  s.trainAcc = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  s.samplesPerSec = epochSeconds > 0 ? sums[2] / epochSeconds : 0.0;
+  s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
+  s.seconds = epochSeconds;
+  return s;
+}
+
 EpochLog::EpochLog(std::string path, std::string runInfoJson)
     : path_(std::move(path)),
       runInfoJson_(std::move(runInfoJson)),

@@ -1,6 +1,7 @@
 // The per-epoch results and the CSV / JSON log file they go to.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct EpochStats {
   int64_t skippedSteps = 0;  ///< fp16: steps skipped for inf/NaN gradients in this epoch
   double lossScale = 1;      ///< fp16: the loss scale at the end of the epoch (fp32: 1)
 };
+
+/// An epoch's statistics from its sums over all ranks (`sums`: loss x samples, correct,
+/// samples), its training wall time, and this rank's step and request-wait times. The test
+/// accuracy and the fp16 fields are the caller's to fill.
+EpochStats epochStatsFromSums(int epoch, int64_t steps, const double* sums, double epochSeconds,
+                              double stepSeconds, double waitSeconds);
 
 /// The console line of an epoch.
 std::string formatEpoch(const EpochStats& s, int epochs);

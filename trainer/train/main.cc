@@ -12,6 +12,7 @@
 #include "comm/bootstrap/secret.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "trainer/pipeline/pipeline_trainer.h"
 #include "trainer/train/options.h"
 #include "trainer/train/trainer.h"
 
@@ -48,7 +49,11 @@ int main(int argc, char** argv) {
     const int world = announcedWorldSize();
     if (world > 0) braid::trainer::validateForWorld(parsed.options, world);
     comm.emplace(makeCommunicator());
-    braid::trainer::runTraining(*comm, parsed.options, stdout);
+    if (parsed.options.strategy == "pipeline") {
+      braid::trainer::runPipelineTraining(*comm, parsed.options, stdout);
+    } else {
+      braid::trainer::runTraining(*comm, parsed.options, stdout);
+    }
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "braid-train: error: {}\n", e.what());

@@ -6,6 +6,42 @@
 #include "common/error.h"
 
 namespace braid::trainer {
+namespace {
+
+/// What --strategy pipeline does not support, and its own numbers.
+void validatePipelineFlags(const TrainOptions& o) {
+  BRAID_ENFORCE(o.stages >= 1, ErrorCode::kInvalidUsage, "--stages {} must be at least 1",
+                o.stages);
+  BRAID_ENFORCE(o.microBatches >= 1, ErrorCode::kInvalidUsage,
+                "--micro-batches {} must be at least 1", o.microBatches);
+  BRAID_ENFORCE(o.accum == 1, ErrorCode::kInvalidUsage,
+                "--accum {} with --strategy pipeline: use --micro-batches (the pipeline's "
+                "micro-batches accumulate)",
+                o.accum);
+  BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
+                "--precision {} with --strategy pipeline: only fp32", o.precision);
+  BRAID_ENFORCE(o.checkpointDir.empty() && !o.resume && !o.checkSync, ErrorCode::kInvalidUsage,
+                "--checkpoint-dir, --resume and --check-sync are not supported with --strategy "
+                "pipeline");
+}
+
+void validatePipelineForWorld(const TrainOptions& o, int worldSize) {
+  BRAID_ENFORCE(worldSize % o.stages == 0, ErrorCode::kInvalidUsage,
+                "--stages {} does not divide the {} ranks (ranks = stages x replicas)", o.stages,
+                worldSize);
+  const int replicas = worldSize / o.stages;
+  BRAID_ENFORCE(o.batch % replicas == 0, ErrorCode::kInvalidUsage,
+                "--batch {} (the global batch) is not divisible by the {} pipeline replicas "
+                "({} ranks / --stages {})",
+                o.batch, replicas, worldSize, o.stages);
+  const int64_t perPipeline = o.batch / replicas;
+  BRAID_ENFORCE(perPipeline % o.microBatches == 0, ErrorCode::kInvalidUsage,
+                "the per-pipeline batch {} (--batch {} / {} replicas) is not divisible by "
+                "--micro-batches {}",
+                perPipeline, o.batch, replicas, o.microBatches);
+}
+
+}  // namespace
 
 OptimizerOptions TrainOptions::optimizerOptions() const {
   OptimizerOptions o;
@@ -88,6 +124,25 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   app.add_flag("--resume", o.resume,
                "continue from the newest complete checkpoint in --checkpoint-dir "
                "(same model, rank count, --batch, optimizer, --seed and data)");
+  app.add_option("--dump-grads", o.dumpGrads,
+                 "rank 0 writes the last step's flat (averaged) gradients to FILE as raw float32");
+  app.add_option("--strategy", o.strategy,
+                 "ddp (data parallel), or pipeline (layers split into --stages; "
+                 "trainer/pipeline/README.md)")
+      ->check(CLI::IsMember({"ddp", "pipeline"}))
+      ->capture_default_str();
+  app.add_option("--stages", o.stages, "pipeline: stages per pipeline (ranks / stages replicas)")
+      ->capture_default_str();
+  app.add_option("--micro-batches", o.microBatches,
+                 "pipeline: micro-batches the per-pipeline batch is split into")
+      ->capture_default_str();
+  app.add_option("--schedule", o.schedule, "pipeline: gpipe (fill-drain) or 1f1b")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->capture_default_str();
+  app.add_option("--partition", o.partition,
+                 "pipeline: balance stages by parameter count (params) or measured time (time)")
+      ->check(CLI::IsMember({"params", "time"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +181,7 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 "--checkpoint-every {} needs --checkpoint-dir DIR", o.checkpointEvery);
   BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
                 "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
+  if (o.strategy == "pipeline") validatePipelineFlags(o);
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
       std::string e(ext);
@@ -139,6 +195,10 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
 }
 
 void validateForWorld(const TrainOptions& o, int worldSize) {
+  if (o.strategy == "pipeline") {
+    validatePipelineForWorld(o, worldSize);
+    return;
+  }
   BRAID_ENFORCE(o.batch % worldSize == 0, ErrorCode::kInvalidUsage,
                 "--batch {} (the global batch) is not divisible by the {} ranks", o.batch,
                 worldSize);

@@ -40,6 +40,12 @@ struct TrainOptions {
   std::string checkpointDir;       ///< where checkpoints are written / resumed from
   int64_t checkpointEvery = 0;     ///< rank 0 writes a checkpoint every K steps; 0: never
   bool resume = false;             ///< continue from the newest complete checkpoint
+  std::string dumpGrads;           ///< rank 0 writes the last step's flat gradients (raw float32)
+  std::string strategy = "ddp";    ///< ddp (data parallel) or pipeline (trainer/pipeline/)
+  int stages = 1;                  ///< pipeline: stages per pipeline (ranks / stages replicas)
+  int microBatches = 1;            ///< pipeline: micro-batches per pipeline batch
+  std::string schedule = "gpipe";  ///< pipeline: gpipe or 1f1b
+  std::string partition = "params";  ///< pipeline: balance stages by params or measured time
 
   /// The loss scaler settings these flags give (meaningful with --precision fp16).
   LossScalerOptions lossScalerOptions() const;
@@ -61,7 +67,9 @@ struct ParseResult {
 ParseResult parseTrainOptions(int argc, const char* const* argv);
 
 /// Checks the flags that depend on the rank count: the global batch must be a multiple of
-/// `worldSize`, and the per-rank batch a multiple of --accum. Throws Error(kInvalidUsage).
+/// `worldSize`, and the per-rank batch a multiple of --accum. With --strategy pipeline instead:
+/// --stages divides `worldSize`, the global batch divides by the replicas (worldSize / stages)
+/// and the per-pipeline batch by --micro-batches. Throws Error(kInvalidUsage).
 void validateForWorld(const TrainOptions& options, int worldSize);
 
 }  // namespace braid::trainer

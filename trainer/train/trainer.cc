@@ -4,23 +4,21 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
-#include <thread>
 
 #include "common/error.h"
-#include "trainer/data/batch.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/sampler.h"
-#include "trainer/nn/blas.h"
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
+#include "trainer/train/batch_input.h"
 #include "trainer/train/checkpoint.h"
 #include "trainer/train/grad_sync.h"
 #include "trainer/train/loss_scaler.h"
 #include "trainer/train/progress.h"
+#include "trainer/train/run_setup.h"
 #include "trainer/train/sync_check.h"
 
 namespace braid::trainer {
@@ -30,24 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/// Keeps the first `limit` samples (0 or more than there are: all).
-void truncate(Dataset& data, int64_t limit) {
-  if (limit <= 0 || limit >= data.count) return;
-  data.count = limit;
-  data.images.resize(static_cast<size_t>(limit * data.imageSize()));
-  data.labels.resize(static_cast<size_t>(limit));
-}
-
-/// Fills `x` ([n, inputShape...]) and `labels` with the samples `indices`.
-void loadBatch(const Dataset& data, std::span<const int64_t> indices,
-               const std::vector<int>& inputShape, Tensor& x, std::vector<int32_t>& labels) {
-  std::vector<int> shape{static_cast<int>(indices.size())};
-  shape.insert(shape.end(), inputShape.begin(), inputShape.end());
-  x.resize(shape);
-  labels.resize(indices.size());
-  gatherBatch(data, indices, std::span<float>(x.data), std::span<int32_t>(labels));
 }
 
 /// Test accuracy: each rank evaluates a strided share of `test`; the counts are summed.
@@ -139,15 +119,10 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   const bool lead = rank == 0;
   validateForWorld(o, ranks);
 
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int threads = o.threads > 0 ? o.threads : std::max(1, cores / ranks);
-  setBlasThreads(threads);
-
-  const std::string dir = o.dataDir.empty() ? kDefaultFashionMnistDir : o.dataDir;
-  Dataset train = loadFashionMnist(dir, Split::kTrain);
-  Dataset test = loadFashionMnist(dir, Split::kTest);
-  truncate(train, o.limitTrain);
-  truncate(test, o.limitTest);
+  const int threads = applyBlasThreads(o, ranks);
+  const TrainData data = loadTrainData(o);
+  const Dataset& train = data.train;
+  const Dataset& test = data.test;
 
   auto model = makeModel(o.model, o.seed);
   ParamStore& store = model->store;
@@ -171,22 +146,11 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   sync.setHalfPrecision(fp16);
   LossScaler scaler(o.lossScalerOptions());
 
-  SamplerOptions so;
-  so.datasetSize = train.count;
-  so.rank = rank;
-  so.worldSize = ranks;
-  so.globalBatch = o.batch;
-  so.seed = o.seed;
-  so.shuffle = true;
-  so.dropLastBatch = o.accum > 1;  // keeps every micro-batch the same size
-  DistributedSampler sampler(so);
+  // --accum > 1 drops the short last batch: every micro-batch the same size.
+  DistributedSampler sampler(trainSamplerOptions(o, train.count, rank, ranks, o.accum > 1));
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
 
-  OptimizerOptions optOptions = o.optimizerOptions();
-  if (o.lrSchedule == "cosine") {
-    const int64_t runSteps = stepsPerEpoch * o.epochs;
-    optOptions.decaySteps = o.maxSteps > 0 ? std::min<int64_t>(o.maxSteps, runSteps) : runSteps;
-  }
+  const OptimizerOptions optOptions = runOptimizerOptions(o, stepsPerEpoch);
   Optimizer opt(optOptions, n);
 
   // What a checkpoint of this run must match; see checkpoint.h.
@@ -321,15 +285,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     if (ranks > 1 && store.numBuffers() > 0) {
       comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
-    EpochStats s;
-    s.epoch = epoch + 1;
-    s.steps = steps;
-    s.trainLoss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-    s.trainAcc = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+    EpochStats s =
+        epochStatsFromSums(epoch + 1, steps, sums, epochSeconds, stepSeconds, waitSeconds);
     s.testAcc = evaluate(comm, *model, test);
-    s.samplesPerSec = epochSeconds > 0 ? sums[2] / epochSeconds : 0.0;
-    s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
-    s.seconds = epochSeconds;
     s.fp16 = fp16;
     s.skippedSteps = scaler.skippedSteps() - skippedBefore;
     s.lossScale = fp16 ? scaler.scale() : 1.0;
@@ -344,12 +302,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   summary.skippedSteps = scaler.skippedSteps();
   summary.lossScale = fp16 ? scaler.scale() : 1.0;
   if (lead && !o.dumpParams.empty()) {
-    std::ofstream f(o.dumpParams, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(store.params()),
-            static_cast<std::streamsize>(n * sizeof(float)));
-    BRAID_ENFORCE(f.good(), ErrorCode::kSystemError, "cannot write --dump-params file '{}'",
-                  o.dumpParams);
+    writeFloatsFile(o.dumpParams, store.params(), n, "--dump-params");
   }
+  if (lead && !o.dumpGrads.empty()) writeFloatsFile(o.dumpGrads, store.grads(), n, "--dump-grads");
   return summary;
 }
 

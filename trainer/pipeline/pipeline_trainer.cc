@@ -1,0 +1,274 @@
+#include "trainer/pipeline/pipeline_trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+
+#include "common/error.h"
+#include "trainer/data/dataset.h"
+#include "trainer/data/sampler.h"
+#include "trainer/nn/optimizer.h"
+#include "trainer/pipeline/group_communicator.h"
+#include "trainer/pipeline/layer_timing.h"
+#include "trainer/pipeline/partition.h"
+#include "trainer/pipeline/schedule.h"
+#include "trainer/pipeline/schedule_verifier.h"
+#include "trainer/pipeline/stage_layout.h"
+#include "trainer/pipeline/stage_step.h"
+#include "trainer/train/batch_input.h"
+#include "trainer/train/epoch_log.h"
+#include "trainer/train/progress.h"
+#include "trainer/train/run_setup.h"
+
+namespace braid::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// Each top-level layer's cost for the partition: its parameter count, or (--partition time)
+/// rank 0's measured seconds for one micro-batch, broadcast so every rank splits alike.
+std::vector<double> layerCosts(Communicator& world, Model& model, const TrainOptions& o,
+                               const std::vector<ParamRange>& ranges, int microSize) {
+  if (o.partition == "params") return paramCosts(ranges);
+  std::vector<double> costs(ranges.size(), 0.0);
+  if (world.rank() == 0) costs = measureLayerSeconds(model, microSize);
+  world.broadcast(costs.data(), costs.data(), costs.size(), DataType::kFloat64, 0);
+  return costs;
+}
+
+/// Test accuracy: pipeline p evaluates test samples p, p + R, ... in batches that flow through
+/// its stages; the last stages' counts are summed over the world.
+double evaluatePipeline(Communicator& world, Model& model, const PipelineLayout& layout,
+                        StageStep& stage, const Dataset& test) {
+  constexpr int64_t kEvalBatch = 500;
+  model.net.setTraining(false);
+  std::vector<int64_t> mine;
+  for (int64_t i = layout.pipeline; i < test.count; i += layout.replicas) mine.push_back(i);
+  Tensor x;
+  std::vector<int32_t> labels;
+  double counts[2] = {0, 0};  // correct, seen
+  for (size_t at = 0; at < mine.size(); at += kEvalBatch) {
+    const size_t n = std::min<size_t>(kEvalBatch, mine.size() - at);
+    if (layout.first() || layout.last()) {
+      loadBatch(test, std::span<const int64_t>(mine).subspan(at, n), model.inputShape, x, labels);
+    }
+    const LossResult r = stage.infer(static_cast<int>(n), x, labels);
+    counts[0] += static_cast<double>(r.correct);
+    counts[1] += static_cast<double>(r.count);
+  }
+  model.net.setTraining(true);
+  world.allReduce(counts, counts, 2, DataType::kFloat64, RedOp::kSum);
+  return counts[1] > 0 ? counts[0] / counts[1] : 0.0;
+}
+
+/// --dump-params / --dump-grads: rank 0 (stage 0 of pipeline 0) collects every stage's slice of
+/// `flat` from pipeline 0's ranks and writes the whole buffer. Collective over the world.
+void dumpStages(Communicator& world, const PipelineLayout& layout,
+                const std::vector<ParamRange>& stageRanges, float* flat, size_t count,
+                const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  for (int s = 1; s < layout.stages; ++s) {
+    const ParamRange& r = stageRanges[static_cast<size_t>(s)];
+    if (r.size() == 0) continue;
+    if (world.rank() == 0) world.recv(flat + r.begin, r.size(), DataType::kFloat32, s);
+    if (world.rank() == s) world.send(flat + r.begin, r.size(), DataType::kFloat32, 0);
+  }
+  if (world.rank() == 0) writeFloatsFile(path, flat, count, flag);
+}
+
+std::string runInfo(const TrainOptions& o, const OptimizerOptions& opt, const PipelineLayout& l,
+                    const StageBounds& bounds, size_t numParams, int threads) {
+  nlohmann::json j = {{"strategy", "pipeline"},
+                      {"model", o.model},
+                      {"optimizer", o.optimizer},
+                      {"lr", opt.lr},
+                      {"epochs", o.epochs},
+                      {"global_batch", o.batch},
+                      {"stages", l.stages},
+                      {"replicas", l.replicas},
+                      {"micro_batches", o.microBatches},
+                      {"schedule", o.schedule},
+                      {"partition", o.partition},
+                      {"stage_layers", bounds},
+                      {"seed", o.seed},
+                      {"threads_per_rank", threads},
+                      {"params", numParams}};
+  return j.dump();
+}
+
+}  // namespace
+
+TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
+  validateForWorld(o, world.size());
+  const PipelineLayout layout = pipelineLayout(world.rank(), world.size(), o.stages);
+  const bool lead = world.rank() == 0;
+  const int threads = applyBlasThreads(o, world.size());
+  const TrainData data = loadTrainData(o);
+  const Dataset& train = data.train;
+  const Dataset& test = data.test;
+
+  // Every rank builds the whole model from the seed (the same initial values as a 1-rank run)
+  // and runs only its stage's layers.
+  auto model = makeModel(o.model, o.seed);
+  ParamStore& store = model->store;
+  const size_t n = store.numParams();
+  const int64_t pipelineBatch = o.batch / layout.replicas;
+  const int microSize = static_cast<int>(pipelineBatch / o.microBatches);
+  const std::vector<ParamRange> layerRanges = layerParamRanges(model->net, n);
+  const StageBounds bounds =
+      partitionLayers(layerCosts(world, *model, o, layerRanges, microSize), o.stages);
+  std::vector<ParamRange> stageRanges;
+  for (int s = 0; s < o.stages; ++s) {
+    stageRanges.push_back(stageParamRange(layerRanges, bounds[static_cast<size_t>(s)],
+                                          bounds[static_cast<size_t>(s) + 1]));
+  }
+  const ParamRange mine = stageRanges[static_cast<size_t>(layout.stage)];
+  const size_t firstLayer = bounds[static_cast<size_t>(layout.stage)];
+  const size_t lastLayer = bounds[static_cast<size_t>(layout.stage) + 1];
+  const auto shapes = layerInputShapes(*model);
+
+  const PipelineSchedule schedule = parsePipelineSchedule(o.schedule);
+  const auto allOps = pipelineOps(schedule, o.stages, o.microBatches);
+  // The executor follows these lists; refuse to run one the verifier does not accept.
+  const PipelineCheck check = verifyPipeline(allOps, o.microBatches);
+  BRAID_ENFORCE(check.error.empty(), ErrorCode::kInternal,
+                "{} schedule for {} stages, {} micro-batches: {}", o.schedule, o.stages,
+                o.microBatches, check.error);
+  const std::vector<StageOp>& ops = allOps[static_cast<size_t>(layout.stage)];
+
+  // The replicas of this stage (one per pipeline): start from replica 0's values, average
+  // gradients every step.
+  std::optional<Communicator> group;
+  if (layout.replicas > 1) {
+    group.emplace(makeGroupCommunicator(world, layout.stage, layout.pipeline, layout.replicas));
+    if (mine.size() > 0) {
+      group->broadcast(store.params() + mine.begin, store.params() + mine.begin, mine.size(),
+                       DataType::kFloat32, 0);
+    }
+    if (store.numBuffers() > 0) {
+      group->broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
+    }
+  }
+
+  // Pipelines share the data as data-parallel ranks do; the short last batch is dropped so
+  // every micro-batch has the same size.
+  DistributedSampler sampler(
+      trainSamplerOptions(o, train.count, layout.pipeline, layout.replicas, true));
+  const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
+
+  const OptimizerOptions optOptions = runOptimizerOptions(o, stepsPerEpoch);
+  Optimizer opt(optOptions, mine.size());  // this stage's parameters only
+
+  std::unique_ptr<EpochLog> log;
+  if (lead && !o.logPath.empty()) {
+    log = std::make_unique<EpochLog>(o.logPath, runInfo(o, optOptions, layout, bounds, n, threads));
+  }
+  if (lead && out) {
+    std::string sizes;
+    for (const ParamRange& r : stageRanges)
+      sizes += fmt::format("{}{}", sizes.empty() ? "" : "/", r.size());
+    fmt::print(out,
+               "braid-train: {} ({} params), {} lr {:g}, pipeline: {} stage(s) x {} replica(s), "
+               "{} schedule, global batch {} = {} x {} micro-batch(es) of {} per pipeline, "
+               "stages by {}: layers {} ({} params), {} BLAS thread(s)/rank, {} train / {} test "
+               "samples\n",
+               o.model, n, o.optimizer, opt.learningRate(), layout.stages, layout.replicas,
+               o.schedule, o.batch, layout.replicas, o.microBatches, microSize, o.partition,
+               formatBounds(bounds), sizes, threads, train.count, test.count);
+    std::fflush(out);
+  }
+
+  StageStep stage(world, *model, layout, firstLayer, lastLayer, shapes[firstLayer],
+                  shapes[lastLayer]);
+  const double timeoutSeconds = defaultTimeoutSeconds();
+  std::vector<int64_t> indices;
+  const MicroBatchLoader load = [&](int m, Tensor& x, std::vector<int32_t>& labels) {
+    const auto part = std::span<const int64_t>(indices).subspan(
+        static_cast<size_t>(m) * static_cast<size_t>(microSize), static_cast<size_t>(microSize));
+    loadBatch(train, part, model->inputShape, x, labels);
+  };
+  // Rank 0 holds no loss; pipeline 0's last stage shows the progress.
+  const bool showsProgress = layout.pipeline == 0 && layout.last() && !o.quiet;
+  TrainSummary summary;
+  bool stop = o.maxSteps > 0 && summary.steps >= o.maxSteps;
+  for (int epoch = 0; epoch < o.epochs && !stop; ++epoch) {
+    sampler.setEpoch(static_cast<uint64_t>(epoch));
+    Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !showsProgress);
+    // loss x samples, correct, samples, compute s, pipeline-phase s, re-run s (summed by all)
+    double sums[6] = {0, 0, 0, 0, 0, 0};
+    double stepSeconds = 0, waitSeconds = 0;
+    int64_t steps = 0;
+    const auto epochStart = Clock::now();
+    while (sampler.next(indices)) {
+      const auto stepStart = Clock::now();
+      store.zeroGrads();
+      const StageStepStats st = stage.run(ops, o.microBatches, microSize, load);
+      sums[0] += st.lossSum;
+      sums[1] += st.correct;
+      sums[2] += st.samples;
+      sums[3] += st.computeSeconds;
+      sums[4] += st.seconds;
+      sums[5] += st.recomputeSeconds;
+      waitSeconds += st.waitSeconds;
+      if (group && mine.size() > 0) {
+        float* g = store.grads() + mine.begin;
+        const auto t0 = Clock::now();
+        Request r = group->allReduceAsync(g, g, mine.size(), DataType::kFloat32, RedOp::kAvg);
+        try {
+          r.wait(Deadline::after(2 * timeoutSeconds));
+        } catch (const Error& e) {
+          throw Error(e.code(), fmt::format("pipeline stage {} (rank {}): all-reduce of {} "
+                                            "gradients among the stage's {} replicas: {}",
+                                            layout.stage, world.rank(), mine.size(),
+                                            layout.replicas, e.what()));
+        }
+        waitSeconds += secondsSince(t0);
+      }
+      opt.step(store.params() + mine.begin, store.grads() + mine.begin);
+      stepSeconds += secondsSince(stepStart);
+      ++steps;
+      ++summary.steps;
+      progress.update(steps, sums[2] > 0 ? sums[0] / sums[2] : 0.0);
+      if (o.maxSteps > 0 && summary.steps >= o.maxSteps) {
+        stop = true;
+        break;
+      }
+    }
+    const double epochSeconds = secondsSince(epochStart);
+    progress.finish();
+
+    world.allReduce(sums, sums, 6, DataType::kFloat64, RedOp::kSum);
+    if (group && store.numBuffers() > 0) {
+      group->broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
+    }
+    EpochStats s =
+        epochStatsFromSums(epoch + 1, steps, sums, epochSeconds, stepSeconds, waitSeconds);
+    s.testAcc = evaluatePipeline(world, *model, layout, stage, test);
+    summary.epochs.push_back(s);
+    if (lead && out) {
+      // The bubble: the share of the stages' pipeline-phase time not spent in layer math.
+      fmt::print(out,
+                 "{}\n  pipeline: bubble {:.1f}% measured, {:.1f}% expected ((S-1)/(M+S-1)), "
+                 "re-run forwards {:.1f}% of compute\n",
+                 formatEpoch(s, o.epochs), sums[4] > 0 ? 100 * (1 - sums[3] / sums[4]) : 0.0,
+                 100 * expectedBubble(o.stages, o.microBatches),
+                 sums[3] > 0 ? 100 * sums[5] / sums[3] : 0.0);
+      std::fflush(out);
+    }
+    if (log) log->add(s);
+  }
+
+  dumpStages(world, layout, stageRanges, store.params(), n, o.dumpParams, "--dump-params");
+  dumpStages(world, layout, stageRanges, store.grads(), n, o.dumpGrads, "--dump-grads");
+  return summary;
+}
+
+}  // namespace braid::trainer
