@@ -111,9 +111,6 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
   const PipelineLayout layout = pipelineLayout(world.rank(), world.size(), o.stages);
   const bool lead = world.rank() == 0;
   const int threads = applyBlasThreads(o, world.size());
-  const TrainData data = loadTrainData(o);
-  const Dataset& train = data.train;
-  const Dataset& test = data.test;
 
   // Every rank builds the whole model from the seed (the same initial values as a 1-rank run)
   // and runs only its stage's layers.
@@ -134,6 +131,11 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
   const size_t firstLayer = bounds[static_cast<size_t>(layout.stage)];
   const size_t lastLayer = bounds[static_cast<size_t>(layout.stage) + 1];
   const auto shapes = layerInputShapes(*model);
+
+  // The data after the partition, so a bad --stages fails before it is read.
+  const TrainData data = loadTrainData(o);
+  const Dataset& train = data.train;
+  const Dataset& test = data.test;
 
   const PipelineSchedule schedule = parsePipelineSchedule(o.schedule);
   const auto allOps = pipelineOps(schedule, o.stages, o.microBatches);

@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "tests/support/skip.h"
+#include "tests/trainer/support/train_runs.h"
 #include "trainer/data/dataset.h"
 
 namespace braid::trainer {
@@ -180,29 +181,14 @@ TEST_F(CheckpointFiles, LoadFallsBackToOlderCompleteOneOrFailsClearly) {
 
 // --- End-to-end runs of braid-train ------------------------------------------------------------
 
-struct RunResult {
-  int exitCode = -1;
-  std::string output;
-};
+using testruns::RunResult;
 
-RunResult run(const std::string& command) {
-  RunResult r;
-  FILE* pipe = ::popen(("timeout 60 " + command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, got);
-  const int status = ::pclose(pipe);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+RunResult run(const std::string& command) { return testruns::run(command, 60); }
 
 class ResumeCli : public CheckpointFiles {
  protected:
   void SetUp() override {
-    const fs::path data = kDefaultFashionMnistDir;
-    if (!fs::exists(data / "train-images-idx3-ubyte.gz") &&
-        !fs::exists(data / "train-images-idx3-ubyte")) {
+    if (!testruns::haveData()) {
       BRAID_SKIP_MISSING("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
     }
     CheckpointFiles::SetUp();
