@@ -84,6 +84,28 @@ void dumpStages(Communicator& world, const PipelineLayout& layout,
   if (world.rank() == 0) writeFloatsFile(path, flat, count, flag);
 }
 
+/// The bubble, the share of the stages' pipeline-phase time not spent in layer math (re-run
+/// forwards count as math), beside (S-1)/(M+S-1), and each stage's compute / phase seconds,
+/// from `stageSeconds` (compute, phase, re-run per stage).
+std::string formatBubble(const std::vector<double>& stageSeconds, int micros) {
+  const size_t stages = stageSeconds.size() / 3;
+  double compute = 0, phase = 0, rerun = 0;
+  std::string perStage;
+  for (size_t s = 0; s < stages; ++s) {
+    compute += stageSeconds[3 * s];
+    phase += stageSeconds[3 * s + 1];
+    rerun += stageSeconds[3 * s + 2];
+    perStage +=
+        fmt::format("{}{:.2f}/{:.2f}", s ? ", " : "", stageSeconds[3 * s], stageSeconds[3 * s + 1]);
+  }
+  return fmt::format(
+      "bubble {:.1f}% measured, {:.1f}% expected ((S-1)/(M+S-1)); compute/phase s per stage: "
+      "{}; re-run forwards {:.1f}% of compute",
+      phase > 0 ? 100 * (1 - compute / phase) : 0.0,
+      100 * expectedBubble(static_cast<int>(stages), micros), perStage,
+      compute > 0 ? 100 * rerun / compute : 0.0);
+}
+
 std::string runInfo(const TrainOptions& o, const OptimizerOptions& opt, const PipelineLayout& l,
                     const StageBounds& bounds, size_t numParams, int threads) {
   nlohmann::json j = {{"strategy", "pipeline"},
@@ -204,8 +226,10 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
   for (int epoch = 0; epoch < o.epochs && !stop; ++epoch) {
     sampler.setEpoch(static_cast<uint64_t>(epoch));
     Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !showsProgress);
-    // loss x samples, correct, samples, compute s, pipeline-phase s, re-run s (summed by all)
-    double sums[6] = {0, 0, 0, 0, 0, 0};
+    double sums[3] = {0, 0, 0};  // loss x samples, correct, samples (last stages)
+    // Per stage, summed over its replicas: compute, pipeline-phase and re-run seconds.
+    std::vector<double> stageSeconds(3 * static_cast<size_t>(o.stages), 0.0);
+    double* mySeconds = &stageSeconds[3 * static_cast<size_t>(layout.stage)];
     double stepSeconds = 0, waitSeconds = 0;
     int64_t steps = 0;
     const auto epochStart = Clock::now();
@@ -216,9 +240,9 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
       sums[0] += st.lossSum;
       sums[1] += st.correct;
       sums[2] += st.samples;
-      sums[3] += st.computeSeconds;
-      sums[4] += st.seconds;
-      sums[5] += st.recomputeSeconds;
+      mySeconds[0] += st.computeSeconds;
+      mySeconds[1] += st.seconds;
+      mySeconds[2] += st.recomputeSeconds;
       waitSeconds += st.waitSeconds;
       if (group && mine.size() > 0) {
         float* g = store.grads() + mine.begin;
@@ -247,7 +271,9 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
     const double epochSeconds = secondsSince(epochStart);
     progress.finish();
 
-    world.allReduce(sums, sums, 6, DataType::kFloat64, RedOp::kSum);
+    world.allReduce(sums, sums, 3, DataType::kFloat64, RedOp::kSum);
+    world.allReduce(stageSeconds.data(), stageSeconds.data(), stageSeconds.size(),
+                    DataType::kFloat64, RedOp::kSum);
     if (group && store.numBuffers() > 0) {
       group->broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
@@ -256,13 +282,8 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
     s.testAcc = evaluatePipeline(world, *model, layout, stage, test);
     summary.epochs.push_back(s);
     if (lead && out) {
-      // The bubble: the share of the stages' pipeline-phase time not spent in layer math.
-      fmt::print(out,
-                 "{}\n  pipeline: bubble {:.1f}% measured, {:.1f}% expected ((S-1)/(M+S-1)), "
-                 "re-run forwards {:.1f}% of compute\n",
-                 formatEpoch(s, o.epochs), sums[4] > 0 ? 100 * (1 - sums[3] / sums[4]) : 0.0,
-                 100 * expectedBubble(o.stages, o.microBatches),
-                 sums[3] > 0 ? 100 * sums[5] / sums[3] : 0.0);
+      fmt::print(out, "{}\n  pipeline: {}\n", formatEpoch(s, o.epochs),
+                 formatBubble(stageSeconds, o.microBatches));
       std::fflush(out);
     }
     if (log) log->add(s);

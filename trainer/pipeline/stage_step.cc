@@ -16,15 +16,6 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// A send in flight, with what its error message names.
-struct PendingSend {
-  Request request;
-  const char* what;
-  int micro;
-  int peer;
-  size_t floats;
-};
-
 std::vector<int> batchShape(int n, const std::vector<int>& perSample) {
   std::vector<int> shape{n};
   shape.insert(shape.end(), perSample.begin(), perSample.end());
@@ -43,7 +34,8 @@ StageStep::StageStep(Communicator& world, Model& model, const PipelineLayout& la
       last_(lastLayer),
       inputShape_(std::move(inputShape)),
       outputShape_(std::move(outputShape)),
-      timeoutSeconds_(defaultTimeoutSeconds()) {}
+      timeoutSeconds_(defaultTimeoutSeconds()),
+      pump_(2 * timeoutSeconds_) {}
 
 void StageStep::wait(Request& request, const char* what, int micro, int peer, size_t floats,
                      StageStepStats& stats) {
@@ -81,8 +73,6 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
   sentGrads_.resize(count);
   labels_.resize(count);
   std::vector<Request> activationIn(count), gradIn(count);
-  std::vector<PendingSend> sends;
-  sends.reserve(2 * count);
 
   // Post every receive first: the transfers then never wait for this stage's progress.
   for (const StageOp& op : ops) {
@@ -105,11 +95,13 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
     }
   }
 
-  // Copies `t` into `keep` (alive until the send completes) and sends it on without waiting.
+  // Copies `t` into `keep` (alive until the send completes) and hands the send to the pump.
   auto send = [&](const Tensor& t, Tensor& keep, const char* what, int peer, int micro) {
     keep = t;
-    sends.push_back({world_.sendAsync(keep.ptr(), keep.numel(), DataType::kFloat32, peer, micro),
-                     what, micro, peer, keep.numel()});
+    pump_.push(world_.sendAsync(keep.ptr(), keep.numel(), DataType::kFloat32, peer, micro),
+               fmt::format("pipeline stage {} (rank {}): {} of micro-batch {} to rank {} ({} "
+                           "floats)",
+                           layout_.stage, world_.rank(), what, micro, peer, keep.numel()));
   };
   const float lossScale = 1.0f / static_cast<float>(micros);
   int lastForward = -1;  // the micro-batch whose forward state the layers hold
@@ -149,7 +141,7 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
       send(dx, sentGrads_[m], "sending the gradient", layout_.prevRank, op.micro);
     stats.computeSeconds += secondsSince(t0);
   }
-  for (PendingSend& p : sends) wait(p.request, p.what, p.micro, p.peer, p.floats, stats);
+  stats.waitSeconds += pump_.drain();
   stats.seconds = secondsSince(start);
   return stats;
 }

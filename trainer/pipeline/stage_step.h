@@ -11,6 +11,7 @@
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
 #include "trainer/pipeline/schedule.h"
+#include "trainer/pipeline/send_pump.h"
 #include "trainer/pipeline/stage_layout.h"
 
 namespace braid::trainer {
@@ -33,8 +34,9 @@ using MicroBatchLoader =
 /// Runs a stage (layers [firstLayer, lastLayer) of `model`) through the operation lists of
 /// schedule.h. Every receive of a step is posted before its first operation (activations from
 /// the previous stage in forward order, gradients from the next in backward order, tag = the
-/// micro-batch) and every send is non-blocking, so the order proved by verifyPipeline is all
-/// that is needed against deadlock; each wait has a deadline of 2 x BRAID_TIMEOUT.
+/// micro-batch) and every send is non-blocking (driven by a SendPump while the stage computes),
+/// so the order proved by verifyPipeline is all that is needed against deadlock; each wait has
+/// a deadline of 2 x BRAID_TIMEOUT.
 ///
 /// Layers keep the state of their last forward only, so a backward whose micro-batch is not the
 /// stage's last forward first re-runs that forward from the kept stage input (GPipe's
@@ -78,6 +80,7 @@ class StageStep {
   std::vector<Tensor> inputs_, outputGrads_, sentActivations_, sentGrads_;
   std::vector<std::vector<int32_t>> labels_;
   std::vector<float> savedBuffers_;
+  SendPump pump_;  // after the buffers its sends read: it stops before they go
 };
 
 }  // namespace braid::trainer

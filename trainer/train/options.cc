@@ -181,7 +181,13 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 "--checkpoint-every {} needs --checkpoint-dir DIR", o.checkpointEvery);
   BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
                 "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
-  if (o.strategy == "pipeline") validatePipelineFlags(o);
+  if (o.strategy == "pipeline") {
+    validatePipelineFlags(o);
+  } else {
+    BRAID_ENFORCE(o.stages == 1 && o.microBatches == 1, ErrorCode::kInvalidUsage,
+                  "--stages {} / --micro-batches {} need --strategy pipeline", o.stages,
+                  o.microBatches);
+  }
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
       std::string e(ext);
