@@ -1,5 +1,5 @@
 // braid-train --strategy pipeline end to end: its parameters and gradients after N steps against
-// the single-rank run's, for both schedules, 2 stages on 2 ranks and 2 stages x 2 replicas on 4,
+// the single-rank run's, for both schedules, 2 and 3 stages, and 2 stages x 2 replicas on 4 ranks,
 // and its errors for bad flags.
 #include <gtest/gtest.h>
 
@@ -62,6 +62,13 @@ TEST_F(PipelineCli, MlpMatchesOneRankForBothSchedulesAndReplicas) {
               std::string::npos)
         << output_;
     EXPECT_NE(output_.find("pipeline: bubble"), std::string::npos) << output_;
+  }
+  // 3 stages: the middle one both receives and sends in each direction.
+  {
+    auto [dp, dg] =
+        diffFrom("one", "s3", trainOn(3, common + " --schedule 1f1b --stages 3 --micro-batches 4"));
+    EXPECT_LE(dp, kTolerance);
+    EXPECT_LE(dg, kTolerance);
   }
   // 2 pipelines x 2 stages: each pipeline takes half the batch, gradients averaged per stage.
   auto [dp, dg] =
