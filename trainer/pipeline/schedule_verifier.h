@@ -21,8 +21,8 @@ struct PipelineCheck {
 /// m on stage s > 0 receives micro-batch m's activation from stage s-1, which sends it when its
 /// forward m ends; backward m on stage s < S-1 receives its gradient from stage s+1 likewise.
 /// Each link delivers in sending order and a receive must find the micro-batch it expects at
-/// the head (the executor's tags would refuse anything else). Sends never block (the executor
-/// posts every receive of a step before its first operation). Each operation starts as soon as
+/// the head (the executor's tags would refuse anything else). Sends never hold up their stage
+/// (the executor's SendPumps drive them). Each operation starts as soon as
 /// its stage is free and its message has arrived, and takes `forwardCost` or `backwardCost`.
 /// Errors: an operation list that does not hold exactly one forward and one backward per
 /// micro-batch, a backward before its forward, an out-of-order message (named with both micro

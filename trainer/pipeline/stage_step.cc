@@ -35,20 +35,26 @@ StageStep::StageStep(Communicator& world, Model& model, const PipelineLayout& la
       inputShape_(std::move(inputShape)),
       outputShape_(std::move(outputShape)),
       timeoutSeconds_(defaultTimeoutSeconds()),
-      pump_(2 * timeoutSeconds_) {}
+      toNext_(2 * timeoutSeconds_),
+      toPrev_(2 * timeoutSeconds_) {}
 
-void StageStep::wait(Request& request, const char* what, int micro, int peer, size_t floats,
+void StageStep::wait(Request& request, const std::string& what, int peer, size_t floats,
                      StageStepStats& stats) {
   const auto t0 = Clock::now();
   try {
     request.wait(Deadline::after(2 * timeoutSeconds_));
   } catch (const Error& e) {
-    throw Error(e.code(),
-                fmt::format("pipeline stage {} (rank {}): {} of micro-batch {} with "
-                            "rank {} ({} floats): {}",
-                            layout_.stage, world_.rank(), what, micro, peer, floats, e.what()));
+    throw Error(e.code(), fmt::format("pipeline stage {} (rank {}): {} rank {} ({} floats): {}",
+                                      layout_.stage, world_.rank(), what, peer, floats, e.what()));
   }
   stats.waitSeconds += secondsSince(t0);
+}
+
+void StageStep::receive(Tensor& into, int n, const std::vector<int>& perSample, int peer, int tag,
+                        const std::string& what, StageStepStats& stats) {
+  into.resize(batchShape(n, perSample));
+  Request r = world_.recvAsync(into.ptr(), into.numel(), DataType::kFloat32, peer, tag);
+  wait(r, "receiving the " + what + " from", peer, into.numel(), stats);
 }
 
 const Tensor& StageStep::forward(int micro, StageStepStats& stats) {
@@ -72,21 +78,6 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
   sentActivations_.resize(count);
   sentGrads_.resize(count);
   labels_.resize(count);
-  std::vector<Request> activationIn(count), gradIn(count);
-
-  // Post every receive first: the transfers then never wait for this stage's progress.
-  for (const StageOp& op : ops) {
-    const auto m = static_cast<size_t>(op.micro);
-    if (op.kind == StageOp::kForward && !layout_.first()) {
-      inputs_[m].resize(batchShape(microSize, inputShape_));
-      activationIn[m] = world_.recvAsync(inputs_[m].ptr(), inputs_[m].numel(), DataType::kFloat32,
-                                         layout_.prevRank, op.micro);
-    } else if (op.kind == StageOp::kBackward && !layout_.last()) {
-      outputGrads_[m].resize(batchShape(microSize, outputShape_));
-      gradIn[m] = world_.recvAsync(outputGrads_[m].ptr(), outputGrads_[m].numel(),
-                                   DataType::kFloat32, layout_.nextRank, op.micro);
-    }
-  }
   if (layout_.first() || layout_.last()) {
     Tensor images;
     for (int m = 0; m < micros; ++m) {
@@ -98,10 +89,11 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
   // Copies `t` into `keep` (alive until the send completes) and hands the send to the pump.
   auto send = [&](const Tensor& t, Tensor& keep, const char* what, int peer, int micro) {
     keep = t;
-    pump_.push(world_.sendAsync(keep.ptr(), keep.numel(), DataType::kFloat32, peer, micro),
-               fmt::format("pipeline stage {} (rank {}): {} of micro-batch {} to rank {} ({} "
-                           "floats)",
-                           layout_.stage, world_.rank(), what, micro, peer, keep.numel()));
+    (peer == layout_.nextRank ? toNext_ : toPrev_)
+        .push(world_.sendAsync(keep.ptr(), keep.numel(), DataType::kFloat32, peer, micro),
+              fmt::format("pipeline stage {} (rank {}): {} of micro-batch {} to rank {} ({} "
+                          "floats)",
+                          layout_.stage, world_.rank(), what, micro, peer, keep.numel()));
   };
   const float lossScale = 1.0f / static_cast<float>(micros);
   int lastForward = -1;  // the micro-batch whose forward state the layers hold
@@ -109,8 +101,8 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
     const auto m = static_cast<size_t>(op.micro);
     if (op.kind == StageOp::kForward) {
       if (!layout_.first()) {
-        wait(activationIn[m], "receiving the activation", op.micro, layout_.prevRank,
-             inputs_[m].numel(), stats);
+        receive(inputs_[m], microSize, inputShape_, layout_.prevRank, op.micro,
+                fmt::format("activation of micro-batch {}", op.micro), stats);
       }
       const auto t0 = Clock::now();
       const Tensor& out = forward(op.micro, stats);
@@ -121,8 +113,8 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
       continue;
     }
     if (!layout_.last()) {
-      wait(gradIn[m], "receiving the gradient", op.micro, layout_.nextRank, outputGrads_[m].numel(),
-           stats);
+      receive(outputGrads_[m], microSize, outputShape_, layout_.nextRank, op.micro,
+              fmt::format("gradient of micro-batch {}", op.micro), stats);
     }
     const auto t0 = Clock::now();
     if (lastForward != op.micro) {
@@ -141,7 +133,7 @@ StageStepStats StageStep::run(const std::vector<StageOp>& ops, int micros, int m
       send(dx, sentGrads_[m], "sending the gradient", layout_.prevRank, op.micro);
     stats.computeSeconds += secondsSince(t0);
   }
-  stats.waitSeconds += pump_.drain();
+  stats.waitSeconds += toNext_.drain() + toPrev_.drain();
   stats.seconds = secondsSince(start);
   return stats;
 }
@@ -151,17 +143,14 @@ LossResult StageStep::infer(int n, const Tensor& images, const std::vector<int32
   const Tensor* x = &images;
   if (!layout_.first()) {
     inputs_.resize(1);
-    inputs_[0].resize(batchShape(n, inputShape_));
-    Request r = world_.recvAsync(inputs_[0].ptr(), inputs_[0].numel(), DataType::kFloat32,
-                                 layout_.prevRank, 0);
-    wait(r, "receiving the evaluation activation", 0, layout_.prevRank, inputs_[0].numel(),
-         ignored);
+    receive(inputs_[0], n, inputShape_, layout_.prevRank, 0, "evaluation batch's activation",
+            ignored);
     x = &inputs_[0];
   }
   const Tensor& out = model_.net.forwardRange(first_, last_, *x);
   if (layout_.last()) return ce_.forward(out, labels);
   Request r = world_.sendAsync(out.ptr(), out.numel(), DataType::kFloat32, layout_.nextRank, 0);
-  wait(r, "sending the evaluation activation", 0, layout_.nextRank, out.numel(), ignored);
+  wait(r, "sending an evaluation batch's activation to", layout_.nextRank, out.numel(), ignored);
   return {};
 }
 

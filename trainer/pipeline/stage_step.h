@@ -32,11 +32,13 @@ using MicroBatchLoader =
     std::function<void(int micro, Tensor& images, std::vector<int32_t>& labels)>;
 
 /// Runs a stage (layers [firstLayer, lastLayer) of `model`) through the operation lists of
-/// schedule.h. Every receive of a step is posted before its first operation (activations from
-/// the previous stage in forward order, gradients from the next in backward order, tag = the
-/// micro-batch) and every send is non-blocking (driven by a SendPump while the stage computes),
-/// so the order proved by verifyPipeline is all that is needed against deadlock; each wait has
-/// a deadline of 2 x BRAID_TIMEOUT.
+/// schedule.h. A receive (tag = the micro-batch) is posted when the operation that needs it
+/// comes up, and every send is handed to a SendPump (one per neighbour) that drives it while the
+/// stage computes: no stage ever blocks on a send, which is what verifyPipeline assumes, so its
+/// proof is all that is needed against deadlock. Each wait has a deadline of 2 x BRAID_TIMEOUT.
+/// (Receives are not posted ahead: a thread running braid's point-to-point group asleep on
+/// a pending receive admits newly posted sends only after its 20 ms sleep slice, which stalled
+/// the first activation of every step by ~20 ms.)
 ///
 /// Layers keep the state of their last forward only, so a backward whose micro-batch is not the
 /// stage's last forward first re-runs that forward from the kept stage input (GPipe's
@@ -65,7 +67,13 @@ class StageStep {
 
  private:
   const Tensor& forward(int micro, StageStepStats& stats);
-  void wait(Request& request, const char* what, int micro, int peer, size_t floats,
+  /// Waits with the deadline; an error is rethrown as "pipeline stage S (rank R): <what> rank
+  /// <peer> (<floats> floats): <braid's message>".
+  /// Posts the receive of `n` samples ([n, perSample...]) from `peer` into `into` and waits
+  /// for it; `what` names it in an error ("activation of micro-batch 3").
+  void receive(Tensor& into, int n, const std::vector<int>& perSample, int peer, int tag,
+               const std::string& what, StageStepStats& stats);
+  void wait(Request& request, const std::string& what, int peer, size_t floats,
             StageStepStats& stats);
 
   Communicator& world_;
@@ -80,7 +88,9 @@ class StageStep {
   std::vector<Tensor> inputs_, outputGrads_, sentActivations_, sentGrads_;
   std::vector<std::vector<int32_t>> labels_;
   std::vector<float> savedBuffers_;
-  SendPump pump_;  // after the buffers its sends read: it stops before they go
+  // One per neighbour, as braid orders sends per peer; declared after the buffers their sends
+  // read, so they stop before those go.
+  SendPump toNext_, toPrev_;
 };
 
 }  // namespace braid::trainer
