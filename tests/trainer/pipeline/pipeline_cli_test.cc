@@ -87,7 +87,8 @@ TEST_F(PipelineCli, MlpMatchesOneRankForBothSchedulesAndReplicas) {
 // pipeline with M micro-batches is the single-rank run with --accum M (the same per-micro-batch
 // statistics and running-statistics updates), not the full-batch run. Against --accum 2 the
 // parameters and gradients after 3 steps agree within 1e-5 (measured ~1.6e-7, float32 order),
-// for both schedules and with the stages split by measured time; against the full-batch run they
+// for both schedules and with the stages split by measured time, and 2 x 2 on 4 ranks against 2
+// DDP ranks with --accum 2; against the full-batch run they
 // differ by far more (measured ~1e-3), which is the statistics, not rounding.
 TEST_F(PipelineCli, ResNetMatchesOneRankWithSameMicroBatches) {
   const std::string common =
@@ -109,6 +110,18 @@ TEST_F(PipelineCli, ResNetMatchesOneRankWithSameMicroBatches) {
   EXPECT_LE(dp, kTolerance);
   EXPECT_LE(dg, kTolerance);
   EXPECT_NE(output_.find("stages by time"), std::string::npos) << output_;
+  // 2 pipelines x 2 stages: pipeline r normalises the micro-batches of data-parallel rank r's
+  // share, so the reference is 2 DDP ranks with --accum 2 (measured: bit-identical).
+  const RunResult ddp =
+      run(std::string(BRAIDRUN_BIN) + " -n 2 " + BRAID_TRAIN_BIN + " --quiet " + common +
+          " --accum 2 --dump-params " + path("ddp.bin") + " --dump-grads " + path("ddp.grad"));
+  ASSERT_EQ(ddp.exitCode, 0) << ddp.output;
+  {
+    auto [dp, dg] = diffFrom("ddp", "s2r2",
+                             trainOn(4, common + " --stages 2 --micro-batches 2 --schedule 1f1b"));
+    EXPECT_LE(dp, kTolerance);
+    EXPECT_LE(dg, kTolerance);
+  }
   const RunResult full = run(train(common + " --dump-params " + path("full.bin")));
   ASSERT_EQ(full.exitCode, 0) << full.output;
   EXPECT_GT(maxAbsDiff(readFloats(path("acc.bin")), readFloats(path("full.bin"))), 1e-4f);
