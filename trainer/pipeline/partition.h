@@ -14,9 +14,10 @@ namespace braid::trainer {
 using StageBounds = std::vector<size_t>;
 
 /// The contiguous split of `costs` (one per layer, >= 0) into `stages` non-empty stages whose
-/// largest stage cost is the smallest possible (exact, by dynamic programming); among equal
-/// splits the one with the earliest boundaries. Throws kInvalidUsage naming both numbers when
-/// stages < 1 or stages > costs.size() (every stage needs a layer).
+/// largest stage cost is the smallest possible, and among those the one whose smallest stage
+/// cost is the largest (exact, by dynamic programming); then the earliest boundaries. Throws
+/// kInvalidUsage naming both numbers when stages < 1 or stages > costs.size() (every stage needs a
+/// layer).
 StageBounds partitionLayers(const std::vector<double>& costs, int stages);
 
 /// A slice [begin, end) of the flat parameter buffer (empty when begin == end).

@@ -15,24 +15,29 @@
 namespace braid::trainer {
 namespace {
 
-double largestStage(const std::vector<double>& costs, const StageBounds& bounds) {
-  double worst = 0;
+/// The largest and the smallest stage cost of a split.
+std::pair<double, double> stageExtremes(const std::vector<double>& costs,
+                                        const StageBounds& bounds) {
+  double largest = 0, smallest = 1e300;
   for (size_t s = 0; s + 1 < bounds.size(); ++s) {
     double sum = 0;
     for (size_t i = bounds[s]; i < bounds[s + 1]; ++i) sum += costs[i];
-    worst = std::max(worst, sum);
+    largest = std::max(largest, sum);
+    smallest = std::min(smallest, sum);
   }
-  return worst;
+  return {largest, smallest};
 }
 
-/// The smallest largest-stage cost over every split, by trying them all.
-double bruteForce(const std::vector<double>& costs, int stages) {
-  double best = 1e300;
+/// Over every split, by trying them all: the smallest largest stage, and with it the largest
+/// smallest stage.
+std::pair<double, double> bruteForce(const std::vector<double>& costs, int stages) {
+  std::pair<double, double> best{1e300, -1};
   StageBounds bounds(static_cast<size_t>(stages) + 1, 0);
   bounds.back() = costs.size();
   std::function<void(size_t, size_t)> place = [&](size_t s, size_t from) {
     if (s == static_cast<size_t>(stages)) {
-      best = std::min(best, largestStage(costs, bounds));
+      const auto e = stageExtremes(costs, bounds);
+      if (e.first < best.first || (e.first == best.first && e.second > best.second)) best = e;
       return;
     }
     for (size_t b = from + 1; b + (static_cast<size_t>(stages) - s) <= costs.size(); ++b) {
@@ -40,18 +45,17 @@ double bruteForce(const std::vector<double>& costs, int stages) {
       place(s + 1, b);
     }
   };
-  if (stages == 1) return largestStage(costs, bounds);
   place(1, 0);
   return best;
 }
 
-TEST(PipelinePartition, SmallestLargestStage) {
+TEST(PipelinePartition, SmallestLargestThenLargestSmallestStage) {
   EXPECT_EQ(partitionLayers({1, 1, 1, 1}, 2), (StageBounds{0, 2, 4}));
   EXPECT_EQ(partitionLayers({10, 1, 1, 1, 1, 1}, 2), (StageBounds{0, 1, 6}));
   EXPECT_EQ(partitionLayers({1, 2, 3, 4, 5}, 1), (StageBounds{0, 5}));
   EXPECT_EQ(partitionLayers({0, 5, 0, 5, 0}, 5), (StageBounds{0, 1, 2, 3, 4, 5}));
-  // Random costs (zeros included, as parameter-free layers have): equal to the best of all splits,
-  // every stage non-empty.
+  // Random costs (zeros included, as parameter-free layers have): the smallest largest stage and
+  // then the largest smallest stage of all splits, every stage non-empty.
   std::mt19937 rng(3);
   for (int trial = 0; trial < 300; ++trial) {
     const size_t n = 1 + rng() % 8;
@@ -63,7 +67,7 @@ TEST(PipelinePartition, SmallestLargestStage) {
     EXPECT_EQ(bounds.front(), 0u);
     EXPECT_EQ(bounds.back(), n);
     for (size_t s = 0; s + 1 < bounds.size(); ++s) EXPECT_LT(bounds[s], bounds[s + 1]);
-    EXPECT_EQ(largestStage(costs, bounds), bruteForce(costs, stages)) << formatBounds(bounds);
+    EXPECT_EQ(stageExtremes(costs, bounds), bruteForce(costs, stages)) << formatBounds(bounds);
   }
 }
 
@@ -96,6 +100,8 @@ TEST(PipelinePartition, MlpRangesAndSplit) {
   EXPECT_EQ(at, model->store.numParams());
   const StageBounds bounds = partitionLayers(paramCosts(ranges), 2);
   EXPECT_EQ(bounds, (StageBounds{0, 2, 6}));
+  // 3 stages: fc1 still alone at the top, but no parameter-free layer becomes a stage of its own.
+  EXPECT_EQ(partitionLayers(paramCosts(ranges), 3), (StageBounds{0, 2, 4, 6}));
   const ParamRange second = stageParamRange(ranges, 2, 6);
   EXPECT_EQ(second.begin, 200960u);
   EXPECT_EQ(second.end, model->store.numParams());
