@@ -134,14 +134,7 @@ class Worker {
       PsHeader h;
       h.kind = PsKind::kEpochStats;
       h.epoch = epoch;
-      WorkerEpoch{sums.lossTimesSamples,
-                  sums.correct,
-                  sums.samples,
-                  eval.correct,
-                  eval.seen,
-                  seconds,
-                  waitSeconds}
-          .toStats(h.stats);
+      WorkerEpoch{sums, eval.correct, eval.seen, seconds, waitSeconds}.toStats(h.stats);
       notify(0, h);
     }
     PsHeader done;
