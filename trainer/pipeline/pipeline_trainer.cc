@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -27,15 +26,10 @@
 #include "trainer/train/progress.h"
 #include "trainer/train/rank_sums.h"
 #include "trainer/train/run_setup.h"
+#include "trainer/train/seconds.h"
 
 namespace braid::trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// Each top-level layer's cost for the partition: its parameter count, or (--partition time)
 /// rank 0's measured seconds for one micro-batch, broadcast so every rank splits alike.

@@ -3,18 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "common/error.h"
+#include "trainer/train/seconds.h"
 
 namespace braid::trainer {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::vector<int> batchShape(int n, const std::vector<int>& perSample) {
   std::vector<int> shape{n};

@@ -1,18 +1,8 @@
 #include "trainer/train/epoch_steps.h"
 
-#include <chrono>
+#include "trainer/train/seconds.h"
 
 namespace braid::trainer {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-}  // namespace
-
 EpochSteps runEpochSteps(DistributedSampler& sampler, Progress& progress, int64_t maxSteps,
                          int64_t& runSteps, const BatchSums& sums,
                          const std::function<void(const std::vector<int64_t>& indices)>& step,
