@@ -11,17 +11,25 @@ void Sequential::add(std::unique_ptr<Layer> layer) {
   layers_.push_back(std::move(layer));
 }
 
-const Tensor& Sequential::forward(const Tensor& x) {
-  BRAID_ENFORCE(!layers_.empty(), ErrorCode::kInvalidUsage, "Sequential: forward with no layers");
+const Tensor& Sequential::forward(const Tensor& x) { return forwardRange(0, layers_.size(), x); }
+
+const Tensor& Sequential::backward(const Tensor& dy) {
+  return backwardRange(0, layers_.size(), dy);
+}
+
+const Tensor& Sequential::forwardRange(size_t first, size_t last, const Tensor& x) {
+  BRAID_ENFORCE(first < last && last <= layers_.size(), ErrorCode::kInvalidUsage,
+                "Sequential: forward over layers [{}, {}) of {}", first, last, layers_.size());
   const Tensor* cur = &x;
-  for (auto& layer : layers_) cur = &layer->forward(*cur);
+  for (size_t i = first; i < last; ++i) cur = &layers_[i]->forward(*cur);
   return *cur;
 }
 
-const Tensor& Sequential::backward(const Tensor& dy) {
-  BRAID_ENFORCE(!layers_.empty(), ErrorCode::kInvalidUsage, "Sequential: backward with no layers");
+const Tensor& Sequential::backwardRange(size_t first, size_t last, const Tensor& dy) {
+  BRAID_ENFORCE(first < last && last <= layers_.size(), ErrorCode::kInvalidUsage,
+                "Sequential: backward over layers [{}, {}) of {}", first, last, layers_.size());
   const Tensor* cur = &dy;
-  for (size_t i = layers_.size(); i-- > 0;) {
+  for (size_t i = last; i-- > first;) {
     cur = &layers_[i]->backward(*cur);
     if (hook_ && layers_[i]->paramBegin() != kNoParams) hook_(layers_[i]->paramBegin());
   }

@@ -26,6 +26,10 @@ class Sequential : public Layer {
 
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy) override;
+  /// forward()/backward() over the contiguous layers [first, last) only (a pipeline stage):
+  /// the same per-layer calls, hook included. Throws kInvalidUsage on an empty or bad range.
+  const Tensor& forwardRange(size_t first, size_t last, const Tensor& x);
+  const Tensor& backwardRange(size_t first, size_t last, const Tensor& dy);
   void setTraining(bool training) override;
   std::string describe() const override;
   double flopsPerSample() const override;

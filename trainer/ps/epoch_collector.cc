@@ -8,13 +8,19 @@
 namespace braid::trainer::ps {
 
 void WorkerEpoch::toStats(double (&s)[8]) const {
-  const double v[8] = {lossTimesSamples, correct, samples,     testCorrect,
-                       testSeen,         seconds, waitSeconds, 0};
+  const double v[8] = {train.lossTimesSamples,
+                       train.correct,
+                       train.samples,
+                       testCorrect,
+                       testSeen,
+                       seconds,
+                       waitSeconds,
+                       0};
   std::copy(v, v + 8, s);
 }
 
 WorkerEpoch WorkerEpoch::fromStats(const double (&s)[8]) {
-  return WorkerEpoch{s[0], s[1], s[2], s[3], s[4], s[5], s[6]};
+  return WorkerEpoch{{s[0], s[1], s[2]}, s[3], s[4], s[5], s[6]};
 }
 
 void StalenessStats::add(int64_t staleness, bool wasApplied) {
@@ -43,25 +49,18 @@ std::vector<EpochStats> EpochCollector::takeComplete() {
     }
     if (!complete || e.reports.empty()) break;
     WorkerEpoch sum;
-    double waitShare = 0;
+    double busySeconds = 0;  // summed over the workers
     for (const auto& [worker, r] : e.reports) {
-      sum.lossTimesSamples += r.lossTimesSamples;
-      sum.correct += r.correct;
-      sum.samples += r.samples;
+      sum.train += r.train;
       sum.testCorrect += r.testCorrect;
       sum.testSeen += r.testSeen;
       sum.seconds = std::max(sum.seconds, r.seconds);  // the workers run side by side
-      waitShare += r.seconds > 0 ? r.waitSeconds / r.seconds : 0.0;
+      sum.waitSeconds += r.waitSeconds;
+      busySeconds += r.seconds;
     }
-    EpochStats s;
-    s.epoch = next_ + 1;
-    s.steps = e.steps;
-    s.trainLoss = sum.samples > 0 ? sum.lossTimesSamples / sum.samples : 0.0;
-    s.trainAcc = sum.samples > 0 ? sum.correct / sum.samples : 0.0;
+    EpochStats s = epochStatsFromSums(next_ + 1, e.steps, sum.train, sum.seconds, busySeconds,
+                                      sum.waitSeconds);
     s.testAcc = sum.testSeen > 0 ? sum.testCorrect / sum.testSeen : 0.0;
-    s.samplesPerSec = sum.seconds > 0 ? sum.samples / sum.seconds : 0.0;
-    s.commWaitShare = waitShare / static_cast<double>(e.reports.size());
-    s.seconds = sum.seconds;
     const StalenessStats& st = e.staleness;
     s.extraConsole = fmt::format("  staleness mean {:.2f} max {}  rejected {}  workers {}",
                                  st.mean(), st.max, st.rejected, e.reports.size());

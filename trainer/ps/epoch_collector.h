@@ -13,9 +13,7 @@ namespace braid::trainer::ps {
 
 /// What one worker sends at the end of an epoch (PsHeader::stats).
 struct WorkerEpoch {
-  double lossTimesSamples = 0;
-  double correct = 0;
-  double samples = 0;
+  BatchSums train;         ///< of the worker's training samples
   double testCorrect = 0;  ///< on the worker's strided share of the test set, after a pull
   double testSeen = 0;
   double seconds = 0;      ///< training time of the epoch (evaluation excluded)
@@ -49,8 +47,9 @@ class EpochCollector {
   void step(int epoch) { ++epochs_[epoch].steps; }
   void workerLost(int worker) { lost_.insert(worker); }
   /// The epochs (0-based) complete now that were not returned before, as EpochStats (steps:
-  /// optimizer steps of server 0 from the epoch's gradients; the staleness in extraConsole /
-  /// extraJson).
+  /// optimizer steps of server 0 from the epoch's gradients; seconds: the slowest worker's;
+  /// comm wait: the workers' time blocked on the servers over their training time; the
+  /// staleness in extraConsole / extraJson).
   std::vector<EpochStats> takeComplete();
 
  private:

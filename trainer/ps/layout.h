@@ -3,14 +3,12 @@
 
 #include <cstddef>
 
+#include "trainer/train/flat_range.h"
+
 namespace braid::trainer::ps {
 
-/// A contiguous slice [begin, end) of the flat parameter vector.
-struct ShardRange {
-  size_t begin = 0;
-  size_t end = 0;
-  size_t size() const { return end - begin; }
-};
+/// A server's contiguous slice [begin, end) of the flat parameter vector.
+using ShardRange = FlatRange;
 
 /// Ranks 0..servers-1 are servers; ranks servers..worldSize-1 are workers, worker index
 /// rank - servers (their data shard, like a DDP rank's).

@@ -9,38 +9,27 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "trainer/data/sampler.h"
-#include "trainer/nn/blas.h"
 #include "trainer/nn/models.h"
 #include "trainer/ps/context.h"
 #include "trainer/ps/links.h"
 #include "trainer/ps/ps_checkpoint.h"
 #include "trainer/ps/server.h"
 #include "trainer/ps/worker.h"
-#include "trainer/train/batch_step.h"
+#include "trainer/train/run_setup.h"
 
 namespace braid::trainer::ps {
 namespace {
 
 std::string runInfo(const PsContext& ctx, int threads) {
   const TrainOptions& o = ctx.options;
-  const OptimizerOptions opt = o.optimizerOptions();
-  return nlohmann::json{
-      {"strategy", "ps"},
+  const nlohmann::json ps = {
       {"mode", o.psMode},
       {"servers", ctx.layout.servers},
       {"workers", ctx.layout.workers()},
       {"max_staleness", o.maxStaleness ? nlohmann::json(*o.maxStaleness) : nlohmann::json("none")},
-      {"model", o.model},
-      {"optimizer", o.optimizer},
-      {"lr", opt.lr},
-      {"epochs", o.epochs},
-      {"global_batch", o.batch},
-      {"ranks", ctx.layout.worldSize},
-      {"accum", o.accum},
-      {"seed", o.seed},
-      {"threads_per_rank", threads},
-      {"params", ctx.numParams}}
-      .dump();
+      {"accum", o.accum}};
+  return runInfoJson(o, o.optimizerOptions().lr, ctx.layout.worldSize, threads, ctx.numParams,
+                     ps.dump());
 }
 
 }  // namespace
@@ -50,24 +39,15 @@ void runPsTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
   validateForWorld(o, size);
   const PsLayout layout{o.psServers, size};
   const bool server = layout.isServer(rank);
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int threads = o.threads > 0 ? o.threads : std::max(1, cores / size);
-  setBlasThreads(threads);
+  const int threads = applyBlasThreads(o, size);
 
   PsLinks links(world, layout);
   auto model = makeModel(o.model, o.seed);  // the same seed on every rank: the same start
 
   // Only workers read the data; the servers learn the sample count from the first worker.
-  Dataset train, test;
-  int64_t trainSamples = 0;
-  if (!server) {
-    const std::string dir = o.dataDir.empty() ? kDefaultFashionMnistDir : o.dataDir;
-    train = loadFashionMnist(dir, Split::kTrain);
-    test = loadFashionMnist(dir, Split::kTest);
-    truncateDataset(train, o.limitTrain);
-    truncateDataset(test, o.limitTest);
-    trainSamples = train.count;
-  }
+  TrainData data;
+  if (!server) data = loadTrainData(o);
+  int64_t trainSamples = data.train.count;
   world.broadcast(&trainSamples, &trainSamples, 1, DataType::kInt64, layout.workerRank(0));
 
   PsContext ctx{world, o, layout, links, rank == 0 ? out : nullptr};
@@ -99,6 +79,7 @@ void runPsTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
                o.psMode, o.maxStaleness ? fmt::format(" (max staleness {})", *o.maxStaleness) : "",
                o.optimizer, o.optimizerOptions().lr, o.batch, o.batch / layout.workers(),
                trainSamples);
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     if (size > cores && !envString("BRAID_SPIN_US")) {
       // Each link is a 2-rank communicator that does not know the host is oversubscribed, so
       // its waits spin for braid's default 2 ms (README.md, "Speed").
@@ -117,7 +98,7 @@ void runPsTraining(Communicator& world, const TrainOptions& o, std::FILE* out) {
     std::vector<float> initial(model->store.params(), model->store.params() + ctx.numParams);
     runServer(ctx, initial, resume, std::move(log));
   } else {
-    runWorker(ctx, *model, train, test);
+    runWorker(ctx, *model, data.train, data.test);
   }
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -14,6 +13,7 @@
 #include "trainer/nn/optimizer.h"
 #include "trainer/ps/epoch_collector.h"
 #include "trainer/ps/staleness_log.h"
+#include "trainer/train/float_file.h"
 
 namespace braid::trainer::ps {
 namespace {
@@ -392,25 +392,20 @@ void runServer(PsContext& ctx, const std::vector<float>& initialParams, const Re
   server.setEpochLog(std::move(epochLog));
   server.serve();
   const int rank = ctx.rank();
-  const ShardRange mine = shardOf(ctx.numParams, ctx.layout.servers, rank);
   if (!ctx.options.dumpParams.empty()) {
     // The servers are all alive here (a lost one ended the job), so they may use the world
     // communicator among themselves: each sends its shard to server 0.
-    if (rank == 0) {
-      std::vector<float> all(ctx.numParams);
-      std::copy(server.params().begin(), server.params().end(), all.begin());
-      for (int s = 1; s < ctx.layout.servers; ++s) {
-        const ShardRange r = shardOf(ctx.numParams, ctx.layout.servers, s);
-        ctx.world.recv(all.data() + r.begin, r.size(), DataType::kFloat32, s);
-      }
-      std::ofstream f(ctx.options.dumpParams, std::ios::binary | std::ios::trunc);
-      f.write(reinterpret_cast<const char*>(all.data()),
-              static_cast<std::streamsize>(all.size() * sizeof(float)));
-      BRAID_ENFORCE(f.good(), ErrorCode::kSystemError, "cannot write --dump-params file '{}'",
-                    ctx.options.dumpParams);
-    } else {
-      ctx.world.send(server.params().data(), mine.size(), DataType::kFloat32, 0);
+    std::vector<ShardRange> shards;
+    for (int s = 0; s < ctx.layout.servers; ++s) {
+      shards.push_back(shardOf(ctx.numParams, ctx.layout.servers, s));
     }
+    std::vector<float> all;  // server 0's: every shard, its own first
+    if (rank == 0) {
+      all.resize(ctx.numParams);
+      std::copy(server.params().begin(), server.params().end(), all.begin());
+    }
+    gatherFloatsFile(ctx.world, shards, server.params().data(), all.data(), ctx.numParams,
+                     ctx.options.dumpParams, "--dump-params");
   }
   if (rank == 0 && ctx.out) {
     const StalenessStats& t = server.total();

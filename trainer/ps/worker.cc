@@ -1,7 +1,6 @@
 #include "trainer/ps/worker.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -9,15 +8,10 @@
 #include "trainer/data/sampler.h"
 #include "trainer/ps/epoch_collector.h"
 #include "trainer/train/batch_step.h"
+#include "trainer/train/seconds.h"
 
 namespace braid::trainer::ps {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// One server as a worker sees it.
 struct ServerSlot {
@@ -134,14 +128,7 @@ class Worker {
       PsHeader h;
       h.kind = PsKind::kEpochStats;
       h.epoch = epoch;
-      WorkerEpoch{sums.lossTimesSamples,
-                  sums.correct,
-                  sums.samples,
-                  eval.correct,
-                  eval.seen,
-                  seconds,
-                  waitSeconds}
-          .toStats(h.stats);
+      WorkerEpoch{sums, eval.correct, eval.seen, seconds, waitSeconds}.toStats(h.stats);
       notify(0, h);
     }
     PsHeader done;

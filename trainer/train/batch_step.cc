@@ -2,25 +2,7 @@
 
 #include <algorithm>
 
-#include "trainer/data/batch.h"
-
 namespace braid::trainer {
-
-void truncateDataset(Dataset& data, int64_t limit) {
-  if (limit <= 0 || limit >= data.count) return;
-  data.count = limit;
-  data.images.resize(static_cast<size_t>(limit * data.imageSize()));
-  data.labels.resize(static_cast<size_t>(limit));
-}
-
-void loadBatch(const Dataset& data, std::span<const int64_t> indices,
-               const std::vector<int>& inputShape, Tensor& x, std::vector<int32_t>& labels) {
-  std::vector<int> shape{static_cast<int>(indices.size())};
-  shape.insert(shape.end(), inputShape.begin(), inputShape.end());
-  x.resize(shape);
-  labels.resize(indices.size());
-  gatherBatch(data, indices, std::span<float>(x.data), std::span<int32_t>(labels));
-}
 
 void forwardBackward(Model& model, const Dataset& train, std::span<const int64_t> indices,
                      int accum, float lossScale, const std::function<void()>& beforeLastBackward,
@@ -33,30 +15,35 @@ void forwardBackward(Model& model, const Dataset& train, std::span<const int64_t
     if (k + 1 == accum && beforeLastBackward) beforeLastBackward();
     const LossResult r = b.ce.forward(model.net.forward(b.x), b.labels);
     model.net.backward(b.ce.backward(lossScale / static_cast<float>(accum)));
-    sums.lossTimesSamples += r.loss * static_cast<double>(r.count);
-    sums.correct += static_cast<double>(r.correct);
-    sums.samples += static_cast<double>(r.count);
+    sums.add(r);
   }
 }
 
-EvalCounts countCorrect(Model& model, const Dataset& test, int share, int shares) {
+EvalCounts countCorrect(Model& model, const Dataset& test, int share, int shares,
+                        const InferBatch& infer) {
   constexpr int64_t kEvalBatch = 500;
   model.net.setTraining(false);
   std::vector<int64_t> mine;
   for (int64_t i = share; i < test.count; i += shares) mine.push_back(i);
-  SoftmaxCrossEntropy ce;
-  Tensor x;
-  std::vector<int32_t> labels;
   EvalCounts counts;
   for (size_t at = 0; at < mine.size(); at += kEvalBatch) {
     const size_t n = std::min<size_t>(kEvalBatch, mine.size() - at);
-    loadBatch(test, std::span<const int64_t>(mine).subspan(at, n), model.inputShape, x, labels);
-    const LossResult r = ce.forward(model.net.forward(x), labels);
+    const LossResult r = infer(std::span<const int64_t>(mine).subspan(at, n));
     counts.correct += static_cast<double>(r.correct);
     counts.seen += static_cast<double>(r.count);
   }
   model.net.setTraining(true);
   return counts;
+}
+
+EvalCounts countCorrect(Model& model, const Dataset& test, int share, int shares) {
+  SoftmaxCrossEntropy ce;
+  Tensor x;
+  std::vector<int32_t> labels;
+  return countCorrect(model, test, share, shares, [&](std::span<const int64_t> batch) {
+    loadBatch(test, batch, model.inputShape, x, labels);
+    return ce.forward(model.net.forward(x), labels);
+  });
 }
 
 }  // namespace braid::trainer

@@ -1,6 +1,7 @@
-// The pieces of one training step and of evaluation that every strategy shares (data parallel
-// in trainer.cc, the parameter-server workers in trainer/ps/): loading a batch, forward and
-// backward over --accum micro-batches, and counting a share of the test set.
+// The pieces of one training step and of evaluation that the strategies share: forward and
+// backward over --accum micro-batches (data parallel in trainer.cc, the parameter-server workers
+// in trainer/ps/), and counting a share of the test set (all three; the pipeline's batches flow
+// through its stages).
 #pragma once
 
 #include <cstdint>
@@ -12,22 +13,10 @@
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
 #include "trainer/nn/tensor.h"
+#include "trainer/train/batch_input.h"
+#include "trainer/train/epoch_log.h"
 
 namespace braid::trainer {
-
-/// Keeps the first `limit` samples (0 or more than there are: all).
-void truncateDataset(Dataset& data, int64_t limit);
-
-/// Fills `x` ([n, inputShape...]) and `labels` with the samples `indices`.
-void loadBatch(const Dataset& data, std::span<const int64_t> indices,
-               const std::vector<int>& inputShape, Tensor& x, std::vector<int32_t>& labels);
-
-/// What the samples of a step (or an epoch) gave: sums, so ranks can add theirs.
-struct BatchSums {
-  double lossTimesSamples = 0;
-  double correct = 0;
-  double samples = 0;
-};
 
 /// Reused between steps so batches do not reallocate.
 struct StepBuffers {
@@ -46,11 +35,17 @@ void forwardBackward(Model& model, const Dataset& train, std::span<const int64_t
                      StepBuffers& buffers, BatchSums& sums);
 
 /// Correct predictions and samples seen over test samples share, share + shares, ... (a rank's
-/// strided share of the test set), in evaluation mode; the model is left in training mode.
+/// strided share of the test set), in evaluation mode and in batches of at most 500, each given
+/// to `infer` (which returns its loss result); the model is left in training mode.
 struct EvalCounts {
   double correct = 0;
   double seen = 0;
 };
+using InferBatch = std::function<LossResult(std::span<const int64_t> batch)>;
+EvalCounts countCorrect(Model& model, const Dataset& test, int share, int shares,
+                        const InferBatch& infer);
+
+/// The same with the whole model on this rank.
 EvalCounts countCorrect(Model& model, const Dataset& test, int share, int shares);
 
 }  // namespace braid::trainer

@@ -20,6 +20,35 @@ std::string formatEpoch(const EpochStats& s, int epochs) {
       100 * s.commWaitShare, s.seconds, fp16, s.extraConsole);
 }
 
+std::string runInfoJson(const TrainOptions& o, double lr, int ranks, int threads, size_t numParams,
+                        const std::string& extraJson) {
+  nlohmann::json j = {{"strategy", o.strategy},
+                      {"model", o.model},
+                      {"optimizer", o.optimizer},
+                      {"lr", lr},
+                      {"epochs", o.epochs},
+                      {"global_batch", o.batch},
+                      {"ranks", ranks},
+                      {"seed", o.seed},
+                      {"threads_per_rank", threads},
+                      {"params", numParams}};
+  j.update(nlohmann::json::parse(extraJson));
+  return j.dump();
+}
+
+EpochStats epochStatsFromSums(int epoch, int64_t steps, const BatchSums& sums, double epochSeconds,
+                              double stepSeconds, double waitSeconds) {
+  EpochStats s;
+  s.epoch = epoch;
+  s.steps = steps;
+  s.trainLoss = sums.meanLoss();
+  s.trainAcc = sums.samples > 0 ? sums.correct / sums.samples : 0.0;
+  s.samplesPerSec = epochSeconds > 0 ? sums.samples / epochSeconds : 0.0;
+  s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
+  s.seconds = epochSeconds;
+  return s;
+}
+
 EpochLog::EpochLog(std::string path, std::string runInfoJson)
     : path_(std::move(path)),
       runInfoJson_(std::move(runInfoJson)),

@@ -1,8 +1,12 @@
 // The per-epoch results and the CSV / JSON log file they go to.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "trainer/train/batch_sums.h"
+#include "trainer/train/options.h"
 
 namespace braid::trainer {
 
@@ -24,6 +28,18 @@ struct EpochStats {
   std::string extraConsole;
   std::string extraJson;
 };
+
+/// An epoch's statistics from its sums over all ranks, its training wall time, and the time
+/// spent in steps and, of that, blocked on requests (one rank's, or summed over ranks). The test
+/// accuracy, the fp16 fields and a strategy's extras are the caller's to fill.
+EpochStats epochStatsFromSums(int epoch, int64_t steps, const BatchSums& sums, double epochSeconds,
+                              double stepSeconds, double waitSeconds);
+
+/// The JSON log's "run" object (EpochLog's runInfoJson): what every strategy records (strategy,
+/// model, optimizer, lr, epochs, global_batch, ranks, seed, threads_per_rank, params), with the
+/// strategy's own keys `extraJson` (a JSON object's text) merged in.
+std::string runInfoJson(const TrainOptions& o, double lr, int ranks, int threads, size_t numParams,
+                        const std::string& extraJson);
 
 /// The console line of an epoch.
 std::string formatEpoch(const EpochStats& s, int epochs);

@@ -1,4 +1,5 @@
-// braid-train: data-parallel Fashion-MNIST training over braid (see trainer/train/README.md).
+// braid-train: Fashion-MNIST training over braid, data-parallel (ddp), parameter servers (ps) or
+// pipeline stages (see trainer/train/README.md).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "comm/bootstrap/secret.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "trainer/pipeline/pipeline_trainer.h"
 #include "trainer/ps/ps_training.h"
 #include "trainer/train/options.h"
 #include "trainer/train/trainer.h"
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
     comm.emplace(makeCommunicator());
     if (parsed.options.strategy == "ps") {
       braid::trainer::ps::runPsTraining(*comm, parsed.options, stdout);
+    } else if (parsed.options.strategy == "pipeline") {
+      braid::trainer::runPipelineTraining(*comm, parsed.options, stdout);
     } else {
       braid::trainer::runTraining(*comm, parsed.options, stdout);
     }

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "trainer/train/strategy_flags.h"
 
 namespace braid::trainer {
-
 OptimizerOptions TrainOptions::optimizerOptions() const {
   OptimizerOptions o;
   o.kind = parseOptimizerKind(optimizer);
@@ -20,7 +20,9 @@ OptimizerOptions TrainOptions::optimizerOptions() const {
 }
 
 int TrainOptions::dataRanks(int worldSize) const {
-  return strategy == "ps" ? worldSize - psServers : worldSize;
+  if (strategy == "ps") return worldSize - psServers;
+  if (strategy == "pipeline") return worldSize / stages;
+  return worldSize;
 }
 
 SamplerOptions TrainOptions::samplerOptions(int64_t datasetSize, int dataRank,
@@ -32,7 +34,7 @@ SamplerOptions TrainOptions::samplerOptions(int64_t datasetSize, int dataRank,
   so.globalBatch = batch;
   so.seed = seed;
   so.shuffle = true;
-  so.dropLastBatch = accum > 1;
+  so.dropLastBatch = accum > 1 || strategy == "pipeline";
   return so;
 }
 
@@ -47,8 +49,9 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   ParseResult result;
   TrainOptions& o = result.options;
   CLI::App app{
-      "braid-train: data-parallel training of an MLP or a small ResNet on Fashion-MNIST over "
-      "braid. Run directly for one rank, or under `braidrun -n N` / mpirun for N ranks.",
+      "braid-train: training of an MLP or a small ResNet on Fashion-MNIST over braid, data "
+      "parallel (ddp), with parameter servers (ps) or in pipeline stages (pipeline). Run directly "
+      "for one rank, or under `braidrun -n N` / mpirun for N ranks.",
       "braid-train"};
   app.add_option("--model", o.model, "mlp (784-256-128-10) or resnet")->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "sgd, adam or adamw")->capture_default_str();
@@ -105,19 +108,9 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   app.add_flag("--resume", o.resume,
                "continue from the newest complete checkpoint in --checkpoint-dir "
                "(same model, rank count, --batch, optimizer, --seed and data)");
-  app.add_option("--strategy", o.strategy,
-                 "ddp: data parallel (all-reduce); ps: parameter servers (trainer/ps/README.md)")
-      ->capture_default_str();
-  app.add_option("--ps", o.psServers,
-                 "ps: ranks 0..N-1 are servers holding the parameters, the others workers");
-  app.add_option("--mode", o.psMode,
-                 "ps: sync (every worker's gradient each step, = ddp over the workers) or async")
-      ->capture_default_str();
-  app.add_option("--max-staleness", o.maxStaleness,
-                 "ps async: a gradient more than K versions old is not applied; its worker "
-                 "pulls fresh parameters and computes it again (default: no bound)");
-  app.add_option("--staleness-log", o.stalenessLog,
-                 "ps: the servers append one JSON line per update received (staleness, worker)");
+  app.add_option("--dump-grads", o.dumpGrads,
+                 "rank 0 writes the last step's flat (averaged) gradients to FILE as raw float32");
+  addStrategyFlags(app, o);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -156,29 +149,7 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 "--checkpoint-every {} needs --checkpoint-dir DIR", o.checkpointEvery);
   BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
                 "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
-  BRAID_ENFORCE(o.strategy == "ddp" || o.strategy == "ps", ErrorCode::kInvalidUsage,
-                "--strategy '{}' is unknown; use ddp or ps", o.strategy);
-  if (o.strategy == "ps") {
-    BRAID_ENFORCE(o.psServers >= 1, ErrorCode::kInvalidUsage,
-                  "--strategy ps needs --ps N with N >= 1 server ranks (got --ps {})", o.psServers);
-    BRAID_ENFORCE(o.psMode == "sync" || o.psMode == "async", ErrorCode::kInvalidUsage,
-                  "--mode '{}' is unknown; use sync or async", o.psMode);
-    BRAID_ENFORCE(!o.maxStaleness || o.psMode == "async", ErrorCode::kInvalidUsage,
-                  "--max-staleness {} needs --mode async (sync mode has no stale updates)",
-                  o.maxStaleness.value_or(0));
-    BRAID_ENFORCE(!o.maxStaleness || *o.maxStaleness >= 0, ErrorCode::kInvalidUsage,
-                  "--max-staleness {} must not be negative", o.maxStaleness.value_or(0));
-    BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
-                  "--precision {} is for --strategy ddp; ps sends float32 gradients", o.precision);
-    BRAID_ENFORCE(!o.checkSync, ErrorCode::kInvalidUsage,
-                  "--check-sync is for --strategy ddp (ps workers pull one copy from the "
-                  "servers)");
-  } else {
-    BRAID_ENFORCE(
-        o.psServers == 0 && o.psMode == "sync" && !o.maxStaleness && o.stalenessLog.empty(),
-        ErrorCode::kInvalidUsage,
-        "--ps, --mode, --max-staleness and --staleness-log need --strategy ps");
-  }
+  validateStrategyFlags(app, o);
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
       std::string e(ext);
@@ -192,6 +163,10 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
 }
 
 void validateForWorld(const TrainOptions& o, int worldSize) {
+  if (o.strategy == "pipeline") {
+    validatePipelineForWorld(o, worldSize);
+    return;
+  }
   BRAID_ENFORCE(o.strategy != "ps" || o.psServers < worldSize, ErrorCode::kInvalidUsage,
                 "--ps {} leaves no worker: the job has {} rank(s), and the servers are ranks "
                 "0..{} (use --ps < ranks)",

@@ -1,4 +1,4 @@
-// braid-train's command line: every flag of the data-parallel trainer and its validation.
+// braid-train's command line: every flag of the trainer and its validation.
 #pragma once
 
 #include <cstdint>
@@ -41,18 +41,25 @@ struct TrainOptions {
   std::string checkpointDir;       ///< where checkpoints are written / resumed from
   int64_t checkpointEvery = 0;     ///< rank 0 writes a checkpoint every K steps; 0: never
   bool resume = false;             ///< continue from the newest complete checkpoint
-  std::string strategy = "ddp";    ///< "ddp" (data parallel) or "ps" (parameter server, trainer/ps)
+  std::string dumpGrads;           ///< rank 0 writes the last step's flat gradients (raw float32)
+  std::string strategy = "ddp";    ///< ddp (data parallel), ps (trainer/ps/) or pipeline
+                                   ///< (trainer/pipeline/); strategy_flags.h
   int psServers = 0;               ///< --ps N: ranks 0..N-1 hold the parameters (strategy ps)
   std::string psMode = "sync";     ///< ps: "sync" (every worker each step) or "async"
   std::optional<int64_t> maxStaleness;  ///< ps async: apply no update more than K versions old
   std::string stalenessLog;             ///< ps: JSON lines, one per update a server received
+  int stages = 1;                       ///< pipeline: stages per pipeline (ranks / stages replicas)
+  int microBatches = 1;                 ///< pipeline: micro-batches per pipeline batch
+  std::string schedule = "gpipe";       ///< pipeline: gpipe or 1f1b
+  std::string partition = "params";     ///< pipeline: balance stages by params or measured time
 
-  /// The ranks that compute gradients on data: all of them for ddp, the workers for ps.
+  /// The shares the training data is split into: every rank for ddp, the workers for ps, the
+  /// pipelines (ranks / --stages) for pipeline.
   int dataRanks(int worldSize) const;
 
-  /// How data rank `dataRank` of `dataRanks` takes its batches of a `datasetSize`-sample set:
-  /// shuffled by --seed, global batch --batch, the short last batch dropped with --accum > 1
-  /// (so every micro-batch has the same size).
+  /// How data share `dataRank` of `dataRanks` takes its batches of a `datasetSize`-sample set:
+  /// shuffled by --seed, global batch --batch, the short last batch dropped with --accum > 1 or
+  /// --strategy pipeline (so every micro-batch has the same size).
   SamplerOptions samplerOptions(int64_t datasetSize, int dataRank, int dataRanks) const;
 
   /// The loss scaler settings these flags give (meaningful with --precision fp16).
@@ -76,7 +83,9 @@ ParseResult parseTrainOptions(int argc, const char* const* argv);
 
 /// Checks the flags that depend on the rank count: the global batch must be a multiple of the
 /// data ranks (dataRanks()), and the per-rank batch a multiple of --accum; --ps must leave at
-/// least one worker. Throws Error(kInvalidUsage).
+/// least one worker. With --strategy pipeline instead: --stages divides `worldSize`, the global
+/// batch divides by the replicas (worldSize / stages) and the per-pipeline batch by
+/// --micro-batches. Throws Error(kInvalidUsage).
 void validateForWorld(const TrainOptions& options, int worldSize);
 
 }  // namespace braid::trainer

@@ -3,67 +3,45 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
-#include <thread>
 
 #include "common/error.h"
-#include "trainer/data/batch.h"
 #include "trainer/data/dataset.h"
 #include "trainer/data/sampler.h"
-#include "trainer/nn/blas.h"
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
 #include "trainer/train/batch_step.h"
 #include "trainer/train/checkpoint.h"
+#include "trainer/train/epoch_steps.h"
+#include "trainer/train/float_file.h"
 #include "trainer/train/grad_sync.h"
 #include "trainer/train/loss_scaler.h"
 #include "trainer/train/progress.h"
+#include "trainer/train/rank_sums.h"
+#include "trainer/train/run_setup.h"
 #include "trainer/train/sync_check.h"
 
 namespace braid::trainer {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/// Test accuracy: each rank evaluates a strided share of `test`; the counts are summed.
-double evaluate(Communicator& comm, Model& model, const Dataset& test) {
-  const EvalCounts mine = countCorrect(model, test, comm.rank(), comm.size());
-  double counts[2] = {mine.correct, mine.seen};
-  comm.allReduce(counts, counts, 2, DataType::kFloat64, RedOp::kSum);
-  return counts[1] > 0 ? counts[0] / counts[1] : 0.0;
-}
-
+/// The JSON log's "run": the common keys and ddp's own.
 std::string runInfo(const TrainOptions& o, int ranks, int threads, const OptimizerOptions& opt,
                     size_t numParams, size_t buckets) {
-  nlohmann::json j = {{"model", o.model},
-                      {"optimizer", o.optimizer},
-                      {"lr", opt.lr},
-                      {"momentum", o.momentum},
-                      {"weight_decay", o.weightDecay},
-                      {"warmup_steps", o.warmupSteps},
-                      {"lr_schedule", o.lrSchedule},
-                      {"scale_lr", o.scaleLr},
-                      {"precision", o.precision},
-                      {"loss_scale", o.lossScale ? nlohmann::json(*o.lossScale) : "dynamic"},
-                      {"init_scale", o.initScale},
-                      {"epochs", o.epochs},
-                      {"global_batch", o.batch},
-                      {"ranks", ranks},
-                      {"accum", o.accum},
-                      {"bucket_mb", o.bucketMb},
-                      {"buckets", buckets},
-                      {"seed", o.seed},
-                      {"threads_per_rank", threads},
-                      {"params", numParams}};
-  return j.dump();
+  const nlohmann::json ddp = {
+      {"momentum", o.momentum},
+      {"weight_decay", o.weightDecay},
+      {"warmup_steps", o.warmupSteps},
+      {"lr_schedule", o.lrSchedule},
+      {"scale_lr", o.scaleLr},
+      {"precision", o.precision},
+      {"loss_scale", o.lossScale ? nlohmann::json(*o.lossScale) : nlohmann::json("dynamic")},
+      {"init_scale", o.initScale},
+      {"accum", o.accum},
+      {"bucket_mb", o.bucketMb},
+      {"buckets", buckets}};
+  return runInfoJson(o, opt.lr, ranks, threads, numParams, ddp.dump());
 }
 
 /// --resume: rank 0 finds and verifies the newest complete checkpoint and broadcasts its path
@@ -108,15 +86,10 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   const bool lead = rank == 0;
   validateForWorld(o, ranks);
 
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int threads = o.threads > 0 ? o.threads : std::max(1, cores / ranks);
-  setBlasThreads(threads);
-
-  const std::string dir = o.dataDir.empty() ? kDefaultFashionMnistDir : o.dataDir;
-  Dataset train = loadFashionMnist(dir, Split::kTrain);
-  Dataset test = loadFashionMnist(dir, Split::kTest);
-  truncateDataset(train, o.limitTrain);
-  truncateDataset(test, o.limitTest);
+  const int threads = applyBlasThreads(o, ranks);
+  const TrainData data = loadTrainData(o);
+  const Dataset& train = data.train;
+  const Dataset& test = data.test;
 
   auto model = makeModel(o.model, o.seed);
   ParamStore& store = model->store;
@@ -143,11 +116,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   DistributedSampler sampler(o.samplerOptions(train.count, rank, ranks));
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
 
-  OptimizerOptions optOptions = o.optimizerOptions();
-  if (o.lrSchedule == "cosine") {
-    const int64_t runSteps = stepsPerEpoch * o.epochs;
-    optOptions.decaySteps = o.maxSteps > 0 ? std::min<int64_t>(o.maxSteps, runSteps) : runSteps;
-  }
+  const OptimizerOptions optOptions = runOptimizerOptions(o, stepsPerEpoch);
   Optimizer opt(optOptions, n);
 
   // What a checkpoint of this run must match; see checkpoint.h.
@@ -207,7 +176,6 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   }
 
   StepBuffers buffers;
-  std::vector<int64_t> indices;
   TrainSummary summary;
   summary.steps = resumedStep;
   bool stop = o.maxSteps > 0 && summary.steps >= o.maxSteps;
@@ -219,12 +187,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     }
     Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !lead || o.quiet);
     BatchSums sums;  // this rank's samples
-    double stepSeconds = 0, waitSeconds = 0;
-    int64_t steps = 0;
+    double waitSeconds = 0;
     const int64_t skippedBefore = scaler.skippedSteps();
-    const auto epochStart = Clock::now();
-    while (sampler.next(indices)) {
-      const auto stepStart = Clock::now();
+    const auto step = [&](const std::vector<int64_t>& indices) {
       store.zeroGrads();
       // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
       forwardBackward(
@@ -236,14 +201,13 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
       } else {
         waitSeconds += sync.stepAndWait(opt, store.params());
       }
-      stepSeconds += secondsSince(stepStart);
-      ++steps;
-      ++summary.steps;
-      if (o.checkSync) checkParamsInSync(comm, store.params(), n, summary.steps);
-      if (lead && o.checkpointEvery > 0 && summary.steps % o.checkpointEvery == 0) {
+    };
+    const auto afterStep = [&](int64_t runStep) {
+      if (o.checkSync) checkParamsInSync(comm, store.params(), n, runStep);
+      if (lead && o.checkpointEvery > 0 && runStep % o.checkpointEvery == 0) {
         CheckpointState ck;
         ck.fingerprint = fingerprint;
-        ck.step = summary.steps;
+        ck.step = runStep;
         ck.sampler = sampler.state();
         if (static_cast<int64_t>(ck.sampler.batch) >= stepsPerEpoch) {
           ck.sampler = {ck.sampler.epoch + 1, 0};  // the epoch is done: resume at the next one
@@ -257,29 +221,18 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
         }
         writeCheckpoint(o.checkpointDir, ck);
       }
-      progress.update(steps, sums.samples > 0 ? sums.lossTimesSamples / sums.samples : 0.0);
-      if (o.maxSteps > 0 && summary.steps >= o.maxSteps) {
-        stop = true;
-        break;
-      }
-    }
-    const double epochSeconds = secondsSince(epochStart);
-    progress.finish();
+    };
+    const EpochSteps e =
+        runEpochSteps(sampler, progress, o.maxSteps, summary.steps, sums, step, afterStep);
+    stop = e.reachedMax;
 
-    double total[3] = {sums.lossTimesSamples, sums.correct, sums.samples};
-    comm.allReduce(total, total, 3, DataType::kFloat64, RedOp::kSum);
+    const BatchSums total = sumOverRanks(comm, sums);
     if (ranks > 1 && store.numBuffers() > 0) {
       comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
-    EpochStats s;
-    s.epoch = epoch + 1;
-    s.steps = steps;
-    s.trainLoss = total[2] > 0 ? total[0] / total[2] : 0.0;
-    s.trainAcc = total[2] > 0 ? total[1] / total[2] : 0.0;
-    s.testAcc = evaluate(comm, *model, test);
-    s.samplesPerSec = epochSeconds > 0 ? total[2] / epochSeconds : 0.0;
-    s.commWaitShare = stepSeconds > 0 ? waitSeconds / stepSeconds : 0.0;
-    s.seconds = epochSeconds;
+    EpochStats s =
+        epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds, e.stepSeconds, waitSeconds);
+    s.testAcc = accuracyOverRanks(comm, countCorrect(*model, test, rank, ranks));
     s.fp16 = fp16;
     s.skippedSteps = scaler.skippedSteps() - skippedBefore;
     s.lossScale = fp16 ? scaler.scale() : 1.0;
@@ -294,12 +247,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   summary.skippedSteps = scaler.skippedSteps();
   summary.lossScale = fp16 ? scaler.scale() : 1.0;
   if (lead && !o.dumpParams.empty()) {
-    std::ofstream f(o.dumpParams, std::ios::binary | std::ios::trunc);
-    f.write(reinterpret_cast<const char*>(store.params()),
-            static_cast<std::streamsize>(n * sizeof(float)));
-    BRAID_ENFORCE(f.good(), ErrorCode::kSystemError, "cannot write --dump-params file '{}'",
-                  o.dumpParams);
+    writeFloatsFile(o.dumpParams, store.params(), n, "--dump-params");
   }
+  if (lead && !o.dumpGrads.empty()) writeFloatsFile(o.dumpGrads, store.grads(), n, "--dump-grads");
   return summary;
 }
 

@@ -7,12 +7,12 @@
 
 #include "tests/trainer/ps/ps_fixture.h"
 
-namespace braid::testing {
+namespace braid::trainer::testruns {
 namespace {
 
 class PsCli : public PsRun {};
 
-void expectFailsSaying(const CliResult& r, const std::string& text) {
+void expectFailsSaying(const RunResult& r, const std::string& text) {
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find(text), std::string::npos) << "expected '" << text << "' in:\n"
                                                     << r.output;
@@ -20,24 +20,28 @@ void expectFailsSaying(const CliResult& r, const std::string& text) {
 
 TEST_F(PsCli, BadFlagsNameWhatIsWrong) {
   const std::string ps = "--strategy ps --limit-train 256 ";
-  expectFailsSaying(runCli(train(1, ps + "--ps 0")), "--strategy ps needs --ps N with N >= 1");
-  expectFailsSaying(runCli(train(1, ps + "--ps 1")),
-                    "--ps 1 leaves no worker: the job has 1 rank(s)");
-  expectFailsSaying(runCli(train(2, ps + "--ps 2")),
-                    "--ps 2 leaves no worker: the job has 2 rank(s)");
-  expectFailsSaying(runCli(train(1, ps + "--ps 1 --max-staleness 2")),
+  expectFailsSaying(run(train(1, ps + "--ps 0")), "--strategy ps needs --ps N with N >= 1");
+  expectFailsSaying(run(train(1, ps + "--ps 1")), "--ps 1 leaves no worker: the job has 1 rank(s)");
+  expectFailsSaying(run(train(2, ps + "--ps 2")), "--ps 2 leaves no worker: the job has 2 rank(s)");
+  expectFailsSaying(run(train(1, ps + "--ps 1 --max-staleness 2")),
                     "--max-staleness 2 needs --mode async");
-  expectFailsSaying(runCli(train(1, ps + "--ps 1 --mode async --max-staleness -1")),
+  expectFailsSaying(run(train(1, ps + "--ps 1 --mode async --max-staleness -1")),
                     "--max-staleness -1 must not be negative");
-  expectFailsSaying(runCli(train(1, ps + "--ps 1 --mode eventually")),
+  expectFailsSaying(run(train(1, ps + "--ps 1 --mode eventually")),
                     "--mode 'eventually' is unknown; use sync or async");
-  expectFailsSaying(runCli(train(1, "--ps 1")),
+  expectFailsSaying(run(train(1, "--ps 1")),
                     "--ps, --mode, --max-staleness and --staleness-log need --strategy ps");
-  expectFailsSaying(runCli(train(1, "--strategy pipes")), "--strategy 'pipes' is unknown");
-  expectFailsSaying(runCli(train(1, ps + "--ps 1 --precision fp16")),
+  expectFailsSaying(run(train(1, "--strategy pipes")),
+                    "--strategy 'pipes' is unknown; use ddp, ps or pipeline");
+  expectFailsSaying(run(train(3, ps + "--ps 1 --stages 2")),
+                    "--stages, --micro-batches, --schedule and --partition need --strategy "
+                    "pipeline (got --stages with --strategy ps)");
+  expectFailsSaying(run(train(3, ps + "--ps 1 --dump-grads " + path("g.bin"))),
+                    "--dump-grads is for --strategy ddp or pipeline");
+  expectFailsSaying(run(train(1, ps + "--ps 1 --precision fp16")),
                     "--precision fp16 is for --strategy ddp");
   // 4 ranks, 1 server: 3 workers share the global batch.
-  expectFailsSaying(runCli(train(4, ps + "--ps 1 --batch 64")),
+  expectFailsSaying(run(train(4, ps + "--ps 1 --batch 64")),
                     "--batch 64 (the global batch) is not divisible by the 3 workers");
 }
 
@@ -51,17 +55,16 @@ TEST_F(PsCli, BadFlagsNameWhatIsWrong) {
 TEST_F(PsCli, SyncMatchesDdpOverAsManyDataRanks) {
   const std::string twoWorkers =
       "--optimizer adam --limit-test 100 --epochs 2 --batch 64 --limit-train 640 ";
-  ASSERT_EQ(
-      runCli(train(2, twoWorkers + "--max-steps 15 --dump-params " + path("ddp2.bin"))).exitCode,
-      0);
+  ASSERT_EQ(run(train(2, twoWorkers + "--max-steps 15 --dump-params " + path("ddp2.bin"))).exitCode,
+            0);
   struct Layout {
     int ranks, servers;
   };
   for (const Layout l : {Layout{3, 1}, Layout{4, 2}}) {
     const std::string out = path("ps" + std::to_string(l.servers) + ".bin");
-    const CliResult r =
-        runCli(train(l.ranks, twoWorkers + "--max-steps 15 --strategy ps --ps " +
-                                  std::to_string(l.servers) + " --dump-params " + out));
+    const RunResult r =
+        run(train(l.ranks, twoWorkers + "--max-steps 15 --strategy ps --ps " +
+                               std::to_string(l.servers) + " --dump-params " + out));
     ASSERT_EQ(r.exitCode, 0) << r.output;
     EXPECT_NE(r.output.find("version 15, 30 gradient(s) applied (staleness mean 0.00, max 0)"),
               std::string::npos)
@@ -70,14 +73,14 @@ TEST_F(PsCli, SyncMatchesDdpOverAsManyDataRanks) {
         << "ps with " << l.servers << " server(s) differs from ddp on 2 ranks";
   }
   // Not a no-op: 5 steps end elsewhere.
-  ASSERT_EQ(
-      runCli(train(2, twoWorkers + "--max-steps 5 --dump-params " + path("five.bin"))).exitCode, 0);
+  ASSERT_EQ(run(train(2, twoWorkers + "--max-steps 5 --dump-params " + path("five.bin"))).exitCode,
+            0);
   EXPECT_FALSE(readText(path("five.bin")) == readText(path("ddp2.bin")));
 
   const std::string threeWorkers =
       "--optimizer adam --limit-test 100 --epochs 2 --batch 96 --limit-train 960 --max-steps 15 ";
-  ASSERT_EQ(runCli(train(3, threeWorkers + "--dump-params " + path("ddp3.bin"))).exitCode, 0);
-  ASSERT_EQ(runCli(train(4, threeWorkers + "--strategy ps --ps 1 --dump-params " + path("ps3.bin")))
+  ASSERT_EQ(run(train(3, threeWorkers + "--dump-params " + path("ddp3.bin"))).exitCode, 0);
+  ASSERT_EQ(run(train(4, threeWorkers + "--strategy ps --ps 1 --dump-params " + path("ps3.bin")))
                 .exitCode,
             0);
   const std::vector<float> a = readFloats(path("ddp3.bin")), b = readFloats(path("ps3.bin"));
@@ -93,11 +96,11 @@ TEST_F(PsCli, SyncMatchesDdpOverAsManyDataRanks) {
 // the lines add up to the summary, and the JSON log carries the staleness per epoch.
 TEST_F(PsCli, AsyncLogsTheStalenessOfEveryUpdateAndBoundsIt) {
   const std::string log = path("staleness.jsonl"), json = path("run.json");
-  const CliResult r = runCli(train(4,
-                                   "--strategy ps --ps 1 --mode async --max-staleness 1 "
-                                   "--optimizer adam --batch 96 --limit-train 3840 "
-                                   "--limit-test 500 --epochs 2 --staleness-log " +
-                                       log + " --log " + json));
+  const RunResult r = run(train(4,
+                                "--strategy ps --ps 1 --mode async --max-staleness 1 "
+                                "--optimizer adam --batch 96 --limit-train 3840 "
+                                "--limit-test 500 --epochs 2 --staleness-log " +
+                                    log + " --log " + json));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   int64_t applied = 0, rejected = 0, lines = 0, maxSeen = 0;
   std::istringstream in(readText(log));
@@ -141,4 +144,4 @@ TEST_F(PsCli, AsyncLogsTheStalenessOfEveryUpdateAndBoundsIt) {
 }
 
 }  // namespace
-}  // namespace braid::testing
+}  // namespace braid::trainer::testruns

@@ -10,7 +10,7 @@
 
 #include "tests/trainer/ps/ps_fixture.h"
 
-namespace braid::testing {
+namespace braid::trainer::testruns {
 namespace {
 
 namespace fs = std::filesystem;
@@ -116,7 +116,7 @@ TEST_F(PsFaults, AsyncKilledServerEndsEveryRankNamingItThenResumeContinues) {
   ASSERT_TRUE(fs::exists(ck + "/server-0") && fs::exists(ck + "/server-1")) << out;
 
   fs::remove(path("staleness.jsonl"));
-  const CliResult r = runCli(asyncJob(2, "--checkpoint-every 100 --resume --checkpoint-dir " + ck));
+  const RunResult r = run(asyncJob(2, "--checkpoint-every 100 --resume --checkpoint-dir " + ck));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const size_t at = r.output.find("ps resumed from version ");
   ASSERT_NE(at, std::string::npos) << r.output;
@@ -140,30 +140,29 @@ TEST_F(PsFaults, SyncStopThenResumeIsBitIdentical) {
   const std::string common =
       "--strategy ps --ps 2 --optimizer adam --batch 64 --limit-train 384 --limit-test 100 "
       "--epochs 5 ";
-  ASSERT_EQ(runCli(train(4, common + "--max-steps 10 --dump-params " + path("full.bin"))).exitCode,
-            0);
+  ASSERT_EQ(run(train(4, common + "--max-steps 10 --dump-params " + path("full.bin"))).exitCode, 0);
   for (int stopAt : {6, 9}) {
     const std::string ck = path("ck" + std::to_string(stopAt));
-    CliResult r = runCli(train(4, common + "--max-steps " + std::to_string(stopAt) +
-                                      " --checkpoint-every 3 --checkpoint-dir " + ck));
+    RunResult r = run(train(4, common + "--max-steps " + std::to_string(stopAt) +
+                                   " --checkpoint-every 3 --checkpoint-dir " + ck));
     ASSERT_EQ(r.exitCode, 0) << r.output;
     ASSERT_TRUE(fs::exists(ck + "/server-1/ckpt-" + std::to_string(stopAt) + ".bin")) << r.output;
     const std::string resumed = path("resumed" + std::to_string(stopAt) + ".bin");
-    r = runCli(train(4, common + "--max-steps 10 --resume --checkpoint-dir " + ck +
-                            " --dump-params " + resumed));
+    r = run(train(4, common + "--max-steps 10 --resume --checkpoint-dir " + ck + " --dump-params " +
+                         resumed));
     ASSERT_EQ(r.exitCode, 0) << r.output;
     EXPECT_NE(r.output.find("ps resumed from version " + std::to_string(stopAt)), std::string::npos)
         << r.output;
     EXPECT_TRUE(readText(resumed) == readText(path("full.bin"))) << "stopped at " << stopAt;
   }
   // Another server count splits the parameters elsewhere: server 0's checkpoint is refused.
-  const CliResult r = runCli(train(3,
-                                   "--strategy ps --ps 1 --optimizer adam --batch 64 "
-                                   "--limit-train 384 --epochs 5 --resume --checkpoint-dir " +
-                                       path("ck6")));
+  const RunResult r = run(train(3,
+                                "--strategy ps --ps 1 --optimizer adam --batch 64 "
+                                "--limit-train 384 --epochs 5 --resume --checkpoint-dir " +
+                                    path("ck6")));
   EXPECT_NE(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("layout"), std::string::npos) << r.output;
 }
 
 }  // namespace
-}  // namespace braid::testing
+}  // namespace braid::trainer::testruns

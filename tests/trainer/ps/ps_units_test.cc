@@ -54,7 +54,7 @@ TEST(PsMessage, HeaderAndPayloadRoundTrip) {
 }
 
 WorkerEpoch report(double samples, double seconds) {
-  return WorkerEpoch{samples * 0.5, samples / 2, samples, 10, 20, seconds, seconds / 4};
+  return WorkerEpoch{{samples * 0.5, samples / 2, samples}, 10, 20, seconds, seconds / 4};
 }
 
 TEST(EpochCollector, AnEpochIsCompleteWhenEveryWorkerReportedOrIsGone) {
@@ -78,6 +78,7 @@ TEST(EpochCollector, AnEpochIsCompleteWhenEveryWorkerReportedOrIsGone) {
   EXPECT_DOUBLE_EQ(s.trainLoss, 0.5);
   EXPECT_DOUBLE_EQ(s.testAcc, 0.5);
   EXPECT_DOUBLE_EQ(s.samplesPerSec, 200.0 / 4);  // the slowest worker's time
+  EXPECT_DOUBLE_EQ(s.commWaitShare, 0.25);       // each worker waited a quarter of its time
   EXPECT_NE(s.extraConsole.find("staleness mean 3.00 max 4  rejected 1  workers 2"),
             std::string::npos)
       << s.extraConsole;

@@ -24,7 +24,7 @@
 
 #include "common/error.h"
 #include "tests/support/skip.h"
-#include "tests/trainer/cli_process.h"
+#include "tests/trainer/support/train_runs.h"
 #include "trainer/data/dataset.h"
 
 namespace braid::trainer {
@@ -181,16 +181,14 @@ TEST_F(CheckpointFiles, LoadFallsBackToOlderCompleteOneOrFailsClearly) {
 
 // --- End-to-end runs of braid-train ------------------------------------------------------------
 
-using RunResult = braid::testing::CliResult;
+using testruns::RunResult;
 
-RunResult run(const std::string& command) { return braid::testing::runCli(command, 60); }
+RunResult run(const std::string& command) { return testruns::run(command, 60); }
 
 class ResumeCli : public CheckpointFiles {
  protected:
   void SetUp() override {
-    const fs::path data = kDefaultFashionMnistDir;
-    if (!fs::exists(data / "train-images-idx3-ubyte.gz") &&
-        !fs::exists(data / "train-images-idx3-ubyte")) {
+    if (!testruns::haveData()) {
       BRAID_SKIP_MISSING("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
     }
     CheckpointFiles::SetUp();
@@ -199,14 +197,14 @@ class ResumeCli : public CheckpointFiles {
   /// The default model (the MLP) with Adam, so the optimizer's moments and step count must come
   /// back too.
   static std::string common() {
-    return " --quiet --optimizer adam --batch 64 --limit-train 384 --limit-test 100 "
-           "--epochs 5 --threads 1 --bucket-mb 0.25";
+    return "--optimizer adam --batch 64 --limit-train 384 --limit-test 100 --epochs 5 "
+           "--threads 1 --bucket-mb 0.25 ";
   }
   static std::string one(const std::string& args) {
-    return std::string(BRAID_TRAIN_BIN) + common() + " " + args;
+    return testruns::trainCommand(1, common() + args);
   }
   static std::string two(const std::string& args) {
-    return std::string(BRAIDRUN_BIN) + " -n 2 " + BRAID_TRAIN_BIN + common() + " " + args;
+    return testruns::trainCommand(2, common() + args);
   }
   void expectSameBytes(const std::string& a, const std::string& b) {
     const std::vector<char> x = readBytes(a), y = readBytes(b);

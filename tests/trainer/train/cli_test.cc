@@ -16,72 +16,22 @@
 #include <vector>
 
 #include "tests/support/skip.h"
-#include "tests/trainer/cli_process.h"
+#include "tests/trainer/support/train_runs.h"
 #include "trainer/data/dataset.h"
 #include "trainer/nn/models.h"
 
 namespace {
 
-namespace fs = std::filesystem;
+using namespace braid::trainer::testruns;  // NOLINT(google-build-using-namespace)
 
-using RunResult = braid::testing::CliResult;
-
-RunResult run(const std::string& command) { return braid::testing::runCli(command, 90); }
-
-bool haveData() {
-  const fs::path dir = braid::trainer::kDefaultFashionMnistDir;
-  return fs::exists(dir / "train-images-idx3-ubyte.gz") ||
-         fs::exists(dir / "train-images-idx3-ubyte");
-}
-
-class TrainCli : public ::testing::Test {
+class TrainCli : public TrainRunTest {
  protected:
-  void SetUp() override {
-    if (!haveData()) {
-      BRAID_SKIP_MISSING("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)");
-    }
-    dir_ = fs::temp_directory_path() /
-           ("braid_train_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  static std::string train(const std::string& args) {
-    return std::string(BRAID_TRAIN_BIN) + " --quiet " + args;
-  }
-  static std::string train2(const std::string& args) {
-    return std::string(BRAIDRUN_BIN) + " -n 2 " + BRAID_TRAIN_BIN + " --quiet " + args;
-  }
-
-  static std::vector<float> readFloats(const std::string& file) {
-    std::ifstream in(file, std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<float> out(bytes.size() / sizeof(float));
-    std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-    return out;
-  }
-
-  fs::path dir_;
+  static std::string train(const std::string& args) { return trainCommand(1, args); }
+  static std::string train2(const std::string& args) { return trainCommand(2, args); }
 };
 
 // The MLP's parameter count (784*256+256 + 256*128+128 + 128*10+10).
 constexpr size_t kMlpParams = 235146;
-
-// Max |a - b| over all parameters, failing on a size mismatch.
-float maxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const float d = std::fabs(a[i] - b[i]);
-    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
-  }
-  return worst;
-}
 
 // A 2-rank run with global batch 64 sees the same samples per step as a 1-rank run with batch 64
 // (the sampler guarantees it), and averaging two 32-sample mean gradients equals the 64-sample
@@ -256,6 +206,10 @@ TEST_F(TrainCli, BadFlagsFailClearly) {
   expectFailure(run(train("--batch 64 --accum 3 --max-steps 1")), "not divisible by --accum 3");
   expectFailure(run(train("--log out.txt")), "must end in .csv or .json");
   expectFailure(run(train("--no-such-flag")), "--no-such-flag");
+  // Each strategy's flags need their strategy (ddp is the default).
+  expectFailure(run(train("--schedule 1f1b")),
+                "need --strategy pipeline (got --schedule with --strategy ddp)");
+  expectFailure(run(train("--mode sync")), "need --strategy ps (got --mode with --strategy ddp)");
   expectFailure(run(train("--data " + path("nowhere"))), path("nowhere"));
   expectFailure(run(train2("--batch 127 --max-steps 1")),
                 "--batch 127 (the global batch) is not divisible by the 2 ranks");
