@@ -238,8 +238,11 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
     } else if (family == Algorithm::kSingleCopy && !config.singleCopy) {
       r.excluded = singleCopyWhy(config);
     } else if (family == Algorithm::kSingleCopy && inputBytes < config.singleCopyMinBytes) {
-      r.excluded = fmt::format("below {} (BRAID_SINGLE_COPY_BYTES)",
-                               bytesText(config.singleCopyMinBytes));
+      r.excluded = config.singleCopyMinBytes == SIZE_MAX
+                       ? std::string("only when forced or BRAID_SINGLE_COPY_BYTES is set (it "
+                                     "measured slower than the ring here)")
+                       : fmt::format("below {} (BRAID_SINGLE_COPY_BYTES)",
+                                     bytesText(config.singleCopyMinBytes));
     }
     if (r.excluded.empty()) {
       // The configured lanes and the slot-sized chunk first; others only when clearly cheaper.

@@ -76,7 +76,9 @@ struct ResolvedOptions {
   bool statusBoard = true;       ///< BRAID_STATUS_BOARD=0: no status board (no stuck-rank lines)
   bool singleCopy = true;        ///< BRAID_SINGLE_COPY=0: never the single-copy all-reduce
   bool deterministic = false;    ///< Options::deterministic or BRAID_DETERMINISTIC=1
-  size_t singleCopyBytes = size_t{1} << 20;  ///< BRAID_SINGLE_COPY_BYTES: chosen from this size
+  /// BRAID_SINGLE_COPY_BYTES: auto chooses single copy from this size; by default never (it
+  /// measured slower than the ring here, bench/RESULTS.md), so only BRAID_ALGO=singlecopy runs it
+  size_t singleCopyBytes = SIZE_MAX;
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.

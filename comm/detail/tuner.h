@@ -53,11 +53,11 @@ struct TunerConfig {
   /// useful once the executor honours Choice::chunkBytes (today pieces are slot-sized).
   bool pickChunk = false;
   /// Single copy (all-reduce on one host): every rank may read every other's memory (tested at
-  /// init, comm/create/peer_memory.cc); else why not. Chosen by default from
-  /// singleCopyMinBytes (BRAID_SINGLE_COPY_BYTES) up.
+  /// init, comm/create/peer_memory.cc); else why not. Chosen by auto from singleCopyMinBytes
+  /// (BRAID_SINGLE_COPY_BYTES) up.
   bool singleCopy = false;
   const std::string* singleCopyWhy = nullptr;  ///< owned by the communicator; null: not tested
-  size_t singleCopyMinBytes = size_t{1} << 20;
+  size_t singleCopyMinBytes = SIZE_MAX;  ///< never by default (BRAID_SINGLE_COPY_BYTES)
   /// BRAID_DETERMINISTIC: reductions in rank order only (oneshot while small, single copy where
   /// chosen, else rank order), so every algorithm gives the same bits.
   bool deterministic = false;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -71,10 +72,20 @@ TEST_P(SingleCopyThreads, EveryTypeOpCountAndPlacementMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyThreads, ::testing::Values(1, 2, 3, 4, 5, 8, 16));
 
-// Shares of several blocks (the 256 KiB pass) with an odd tail, the tuner's own choice.
+// Shares of several blocks (the 256 KiB pass) with an odd tail, the tuner's own choice once
+// BRAID_SINGLE_COPY_BYTES is set (its ranks are threads of this process: they read it at init).
 TEST(SingleCopyThreadsLarge, ChosenByTheTunerFromTheThresholdAndCorrect) {
+  ::setenv("BRAID_SINGLE_COPY_BYTES", "1M", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("BRAID_SINGLE_COPY_BYTES"); }
+  } unset;
   Options options;
   options.timeoutSeconds = 60;
+  auto chosen = runRanks(2, options, [](Communicator& comm) {
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4 << 20), Algorithm::kSingleCopy);
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kAllReduce, 512 << 10), Algorithm::kSingleCopy);
+  });
+  for (const auto& e : chosen) EXPECT_EQ(errorText(e), "");
   std::vector<CollectiveCase> cases;
   for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
     const RedOp op = type == DataType::kBFloat16 ? RedOp::kAvg : RedOp::kSum;
