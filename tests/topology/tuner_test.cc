@@ -23,6 +23,8 @@ bool allSupported(Algorithm family, Collective shape) {
     case Algorithm::kTree:
     case Algorithm::kHier:
       return shape == Collective::kAllReduce;
+    case Algorithm::kSingleCopy:  // only where init found peer memory readable: not here
+    case Algorithm::kRankOrder:   // only with BRAID_DETERMINISTIC
     case Algorithm::kAuto:
       break;
   }
