@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainer/data/sampler.h"
 #include "trainer/nn/optimizer.h"
@@ -31,6 +32,10 @@ struct TrainOptions {
   double bucketMb = 25.0;          ///< gradient bucket size in MiB
   int accum = 1;                   ///< micro-batches per optimizer step (sync once per step)
   std::string logPath;             ///< per-epoch log, .csv or .json; empty: none
+  std::string stepLogPath;         ///< --log-steps: one JSON line per step (ddp, pipeline)
+  std::string report;              ///< --report scaling: run on reportRanks ranks, print a table
+  std::vector<int> reportRanks = {1, 2, 4};  ///< --report-ranks: the rank counts of --report
+  std::string braidrun;  ///< --braidrun: the launcher of --report (default: next to the binary)
   int64_t maxSteps = 0;            ///< stop after this many optimizer steps; 0: no limit
   int64_t limitTrain = 0;          ///< use only the first N training samples; 0: all
   int64_t limitTest = 0;           ///< use only the first N test samples; 0: all
