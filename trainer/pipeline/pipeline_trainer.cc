@@ -252,9 +252,8 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
     if (group && store.numBuffers() > 0) {
       group->broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
-    EpochStats s =
-        epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds, epochTimes.stepSeconds,
-                           epochTimes.waitSeconds);
+    EpochStats s = epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds,
+                                      epochTimes.stepSeconds, epochTimes.waitSeconds);
     s.times = epochTimes;
     s.testAcc = evaluatePipeline(world, *model, layout, stage, test);
     summary.epochs.push_back(s);

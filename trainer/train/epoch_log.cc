@@ -26,7 +26,8 @@ std::vector<MonitorFields> monitorFields(const StepTimes& t, double epochSeconds
           {"compute_share", t.share(t.computeSeconds)},
           {"overlap_share", t.share(t.overlapSeconds)},
           {"allreduce_bytes", static_cast<double>(t.allReduceBytes)},
-          {"allreduce_bytes_per_s", epochSeconds > 0 ? static_cast<double>(t.allReduceBytes) / epochSeconds : 0.0}};
+          {"allreduce_bytes_per_s",
+           epochSeconds > 0 ? static_cast<double>(t.allReduceBytes) / epochSeconds : 0.0}};
 }
 
 /// The CSV header's monitor columns, from monitorFields' names.
@@ -47,9 +48,10 @@ std::string formatEpoch(const EpochStats& s, int epochs) {
   std::string monitor;
   if (s.times) {
     const StepTimes& t = *s.times;
-    monitor = fmt::format("  compute {:.1f}%  overlap {:.1f}%  all-reduce {:.1f} MB/s",
-                          100 * t.share(t.computeSeconds), 100 * t.share(t.overlapSeconds),
-                          s.seconds > 0 ? static_cast<double>(t.allReduceBytes) / s.seconds / 1e6 : 0.0);
+    monitor =
+        fmt::format("  compute {:.1f}%  overlap {:.1f}%  all-reduce {:.1f} MB/s",
+                    100 * t.share(t.computeSeconds), 100 * t.share(t.overlapSeconds),
+                    s.seconds > 0 ? static_cast<double>(t.allReduceBytes) / s.seconds / 1e6 : 0.0);
   }
   return fmt::format(
       "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  samples/s {:.0f}  "
@@ -108,7 +110,8 @@ void EpochLog::add(const EpochStats& s) {
                        s.trainLoss, s.trainAcc, s.testAcc, s.samplesPerSec, s.commWaitShare,
                        s.seconds, s.skippedSteps, s.lossScale);
     if (s.times) {
-      for (const MonitorFields& f : monitorFields(*s.times, s.seconds)) out << fmt::format(",{:.12g}", f.value);
+      for (const MonitorFields& f : monitorFields(*s.times, s.seconds))
+        out << fmt::format(",{:.12g}", f.value);
     } else {
       out << std::string(monitorFields(StepTimes{}, 0).size(), ',');
     }

@@ -1,10 +1,11 @@
 #include "trainer/train/options.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "common/error.h"
 #include "trainer/train/strategy_flags.h"
@@ -171,8 +172,7 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                 ErrorCode::kInvalidUsage, "--report-ranks and --braidrun need --report scaling");
   BRAID_ENFORCE(!o.reportRanks.empty() && o.reportRanks.front() >= 1 &&
                     std::adjacent_find(o.reportRanks.begin(), o.reportRanks.end(),
-                                       [](int a, int b) { return b <= a; }) ==
-                        o.reportRanks.end(),
+                                       [](int a, int b) { return b <= a; }) == o.reportRanks.end(),
                 ErrorCode::kInvalidUsage,
                 "--report-ranks {} must be positive rank counts in ascending order (e.g. 1,2,4)",
                 fmt::format("{}", fmt::join(o.reportRanks, ",")));

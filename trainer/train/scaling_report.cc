@@ -71,10 +71,11 @@ fs::path findBraidrun(const std::string& flag, const fs::path& self) {
   for (const fs::path& p : {dir / "braidrun", dir / ".." / "tools" / "braidrun"}) {
     if (::access(p.c_str(), X_OK) == 0) return p.lexically_normal();
   }
-  throw Error(ErrorCode::kInvalidUsage,
-              fmt::format("--report scaling needs braidrun: not found as {} or {}; name it with "
-                          "--braidrun PATH",
-                          (dir / "braidrun").string(), (dir / ".." / "tools" / "braidrun").string()));
+  throw Error(
+      ErrorCode::kInvalidUsage,
+      fmt::format("--report scaling needs braidrun: not found as {} or {}; name it with "
+                  "--braidrun PATH",
+                  (dir / "braidrun").string(), (dir / ".." / "tools" / "braidrun").string()));
 }
 
 /// Runs `args` with stdout and stderr going to the two files; the exit status as waitpid gives.
@@ -130,8 +131,8 @@ ScalingRow scalingRowFromLog(const std::string& jsonText, int ranks, const std::
   const nlohmann::json doc = nlohmann::json::parse(jsonText, nullptr, /*allow_exceptions=*/false);
   BRAID_ENFORCE(doc.is_object() && doc.contains("epochs") && doc["epochs"].is_array() &&
                     !doc["epochs"].empty(),
-                ErrorCode::kInvalidUsage, "the log '{}' of the {}-rank run holds no epoch",
-                logName, ranks);
+                ErrorCode::kInvalidUsage, "the log '{}' of the {}-rank run holds no epoch", logName,
+                ranks);
   double samples = 0, seconds = 0, stepSeconds = 0, wait = 0, overlap = 0;
   bool timed = true;
   for (const nlohmann::json& e : doc["epochs"]) {
@@ -161,9 +162,9 @@ ScalingRow scalingRowFromLog(const std::string& jsonText, int ranks, const std::
 }
 
 std::string formatScalingTable(const std::vector<ScalingRow>& rows) {
-  std::string out = fmt::format("{:>5}  {:>10}  {:>8}  {:>10}  {:>10}  {:>13}\n", "ranks",
-                                "samples/s", "speedup", "efficiency", "comm share",
-                                "overlap share");
+  std::string out =
+      fmt::format("{:>5}  {:>10}  {:>8}  {:>10}  {:>10}  {:>13}\n", "ranks", "samples/s", "speedup",
+                  "efficiency", "comm share", "overlap share");
   if (rows.empty()) return out;
   const ScalingRow& base = rows.front();
   const auto percent = [](double share) {

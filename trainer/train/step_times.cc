@@ -23,16 +23,17 @@ StepLog::StepLog(const std::string& path) : path_(path), out_(path, std::ios::tr
 
 void StepLog::add(int64_t runStep, int epoch, const StepTimes& t) {
   const double perSecond = t.stepSeconds > 0 ? 1.0 / t.stepSeconds : 0.0;
-  const nlohmann::json line = {{"step", runStep},
-                               {"epoch", epoch},
-                               {"samples", t.samples},
-                               {"seconds", t.stepSeconds},
-                               {"compute_seconds", t.computeSeconds},
-                               {"comm_wait_seconds", t.waitSeconds},
-                               {"overlap_seconds", t.overlapSeconds},
-                               {"allreduce_bytes", t.allReduceBytes},
-                               {"samples_per_s", t.samples * perSecond},
-                               {"allreduce_bytes_per_s", static_cast<double>(t.allReduceBytes) * perSecond}};
+  const nlohmann::json line = {
+      {"step", runStep},
+      {"epoch", epoch},
+      {"samples", t.samples},
+      {"seconds", t.stepSeconds},
+      {"compute_seconds", t.computeSeconds},
+      {"comm_wait_seconds", t.waitSeconds},
+      {"overlap_seconds", t.overlapSeconds},
+      {"allreduce_bytes", t.allReduceBytes},
+      {"samples_per_s", t.samples * perSecond},
+      {"allreduce_bytes_per_s", static_cast<double>(t.allReduceBytes) * perSecond}};
   out_ << line.dump() << '\n';
   out_.flush();
   BRAID_ENFORCE(out_.good(), ErrorCode::kSystemError, "cannot append to the step log '{}'", path_);

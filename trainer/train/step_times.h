@@ -11,12 +11,12 @@ namespace braid::trainer {
 /// What one rank's optimizer steps spent their time on (one step, or summed over an epoch).
 /// Field definitions: trainer/train/README.md, "Performance monitor".
 struct StepTimes {
-  int64_t steps = 0;          ///< optimizer steps summed here
-  int64_t samples = 0;        ///< global training samples of those steps (all data ranks)
-  double stepSeconds = 0;     ///< wall time of the steps
-  double computeSeconds = 0;  ///< forward, backward and optimizer (disjoint from the wait)
-  double waitSeconds = 0;     ///< blocked waiting for communication
-  double overlapSeconds = 0;  ///< of computeSeconds: while an all-reduce of the step was in flight
+  int64_t steps = 0;           ///< optimizer steps summed here
+  int64_t samples = 0;         ///< global training samples of those steps (all data ranks)
+  double stepSeconds = 0;      ///< wall time of the steps
+  double computeSeconds = 0;   ///< forward, backward and optimizer (disjoint from the wait)
+  double waitSeconds = 0;      ///< blocked waiting for communication
+  double overlapSeconds = 0;   ///< of computeSeconds: while an all-reduce of the step was in flight
   int64_t allReduceBytes = 0;  ///< payload all-reduced: elements x element size, summed over calls
 
   StepTimes& operator+=(const StepTimes& o);

@@ -191,7 +191,7 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
       sampler.setEpoch(static_cast<uint64_t>(epoch));
     }
     Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !lead || o.quiet);
-    BatchSums sums;  // this rank's samples
+    BatchSums sums;        // this rank's samples
     StepTimes epochTimes;  // this rank's
     StepTimes lastStep;
     const int64_t skippedBefore = scaler.skippedSteps();

@@ -107,8 +107,8 @@ TEST_F(Monitor, ManyBucketsOverlapAndEveryGradientIsAllReducedOnce) {
 // the optimizer runs: nothing can overlap, and the monitor says exactly 0. The CSV keeps its old
 // columns first and appends the monitor's.
 TEST_F(Monitor, OneBucketOverlapsNothingAndCsvAppendsColumns) {
-  const RunResult r = run(trainCommand(2, kBase + "--log " + path("run.csv") + " --log-steps " +
-                                              path("steps.jsonl")));
+  const RunResult r = run(
+      trainCommand(2, kBase + "--log " + path("run.csv") + " --log-steps " + path("steps.jsonl")));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const std::vector<json> steps = readLines(path("steps.jsonl"));
   ASSERT_EQ(steps.size(), static_cast<size_t>(kSteps));
@@ -145,9 +145,9 @@ TEST_F(Monitor, Fp16AllReducesHalfTheBytes) {
 // The pipeline fills the same fields (its stage all-reduce among replicas is waited at once:
 // overlap 0); 2 stages x 2 replicas all-reduce stage 0's gradients.
 TEST_F(Monitor, PipelineLogsTheSameFields) {
-  const RunResult r = run(trainCommand(
-      4, kBase + "--strategy pipeline --stages 2 --micro-batches 2 --log " + path("run.json") +
-             " --log-steps " + path("steps.jsonl")));
+  const RunResult r =
+      run(trainCommand(4, kBase + "--strategy pipeline --stages 2 --micro-batches 2 --log " +
+                              path("run.json") + " --log-steps " + path("steps.jsonl")));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const std::vector<json> steps = readLines(path("steps.jsonl"));
   ASSERT_EQ(steps.size(), static_cast<size_t>(kSteps));
@@ -182,9 +182,9 @@ TEST_F(Monitor, BadFlagsAreRefused) {
 
 // The table's rows come from the runs' logs: 1 rank is the baseline (speedup 1.00x, 100%).
 TEST_F(Monitor, ReportScalingPrintsOneAndTwoRanks) {
-  const RunResult r = run(trainCommand(1, kBase + "--report scaling --report-ranks 1,2 --log " +
-                                              path("ignored.json")),
-                          120);
+  const RunResult r = run(
+      trainCommand(1, kBase + "--report scaling --report-ranks 1,2 --log " + path("ignored.json")),
+      120);
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("ranks   samples/s   speedup  efficiency  comm share  overlap share"),
             std::string::npos)
@@ -197,8 +197,8 @@ TEST_F(Monitor, ReportScalingPrintsOneAndTwoRanks) {
 
 // A run that fails is named by its rank count, with its own error from its stderr.
 TEST_F(Monitor, ReportScalingNamesTheFailedRun) {
-  const RunResult r = run(trainCommand(1, kBase + "--report scaling --report-ranks 1,2 --data " +
-                                              path("no-such-data")));
+  const RunResult r = run(trainCommand(
+      1, kBase + "--report scaling --report-ranks 1,2 --data " + path("no-such-data")));
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("--report scaling: the 1-rank run failed (exit status 1)"),
             std::string::npos)
