@@ -20,7 +20,7 @@ with tempfile.TemporaryDirectory() as tmp:
     json_path = os.path.join(tmp, "b.json")
     with open(json_path, "w") as f:
         json.dump({"run": {}, "epochs": [{"epoch": 1, "train_loss": 0.9, "train_acc": 0.6,
-                                          "test_acc": 0.55}]}, f)
+                                          "test_acc": 0.55, "samples_per_s": 900}]}, f)
     out = os.path.join(tmp, "out.png")
     r = subprocess.run([script, out, csv_path, json_path, "--title", "t"], capture_output=True,
                        text=True)

@@ -27,6 +27,7 @@
 #include "trainer/train/rank_sums.h"
 #include "trainer/train/run_setup.h"
 #include "trainer/train/seconds.h"
+#include "trainer/train/step_times.h"
 
 namespace braid::trainer {
 namespace {
@@ -190,6 +191,8 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
   };
   // Rank 0 holds no loss; pipeline 0's last stage shows the progress.
   const bool showsProgress = layout.pipeline == 0 && layout.last() && !o.quiet;
+  std::unique_ptr<StepLog> stepLog;
+  if (lead && !o.stepLogPath.empty()) stepLog = std::make_unique<StepLog>(o.stepLogPath);
   TrainSummary summary;
   bool stop = o.maxSteps > 0 && summary.steps >= o.maxSteps;
   for (int epoch = 0; epoch < o.epochs && !stop; ++epoch) {
@@ -199,8 +202,10 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
     // Per stage, summed over its replicas: compute, pipeline-phase and re-run seconds.
     std::vector<double> stageSeconds(3 * static_cast<size_t>(o.stages), 0.0);
     double* mySeconds = &stageSeconds[3 * static_cast<size_t>(layout.stage)];
-    double waitSeconds = 0;
+    StepTimes epochTimes;  // this rank's; the all-reduce is waited at once: no overlap
+    StepTimes lastStep;
     const auto step = [&](const std::vector<int64_t>& indices) {
+      const auto stepStart = Clock::now();
       batch = indices;
       store.zeroGrads();
       const StageStepStats st = stage.run(ops, o.microBatches, microSize, load);
@@ -208,7 +213,11 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
       mySeconds[0] += st.computeSeconds;
       mySeconds[1] += st.seconds;
       mySeconds[2] += st.recomputeSeconds;
-      waitSeconds += st.waitSeconds;
+      lastStep = StepTimes{};
+      lastStep.steps = 1;
+      lastStep.samples = static_cast<int64_t>(indices.size()) * o.dataRanks(world.size());
+      lastStep.computeSeconds = st.computeSeconds;
+      lastStep.waitSeconds = st.waitSeconds;
       if (group && mine.size() > 0) {
         float* g = store.grads() + mine.begin;
         const auto t0 = Clock::now();
@@ -221,11 +230,20 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
                                             layout.stage, world.rank(), mine.size(),
                                             layout.replicas, e.what()));
         }
-        waitSeconds += secondsSince(t0);
+        lastStep.waitSeconds += secondsSince(t0);
+        lastStep.allReduceBytes = static_cast<int64_t>(mine.size() * sizeof(float));
       }
+      const auto optStart = Clock::now();
       opt.step(store.params() + mine.begin, store.grads() + mine.begin);
+      lastStep.computeSeconds += secondsSince(optStart);
+      lastStep.stepSeconds = secondsSince(stepStart);
+      epochTimes += lastStep;
     };
-    const EpochSteps e = runEpochSteps(sampler, progress, o.maxSteps, summary.steps, sums, step);
+    const auto afterStep = [&](int64_t runStep) {
+      if (stepLog) stepLog->add(runStep, epoch + 1, lastStep);
+    };
+    const EpochSteps e =
+        runEpochSteps(sampler, progress, o.maxSteps, summary.steps, sums, step, afterStep);
     stop = e.reachedMax;
 
     const BatchSums total = sumOverRanks(world, sums);
@@ -234,8 +252,9 @@ TrainSummary runPipelineTraining(Communicator& world, const TrainOptions& o, std
     if (group && store.numBuffers() > 0) {
       group->broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
-    EpochStats s =
-        epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds, e.stepSeconds, waitSeconds);
+    EpochStats s = epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds,
+                                      epochTimes.stepSeconds, epochTimes.waitSeconds);
+    s.times = epochTimes;
     s.testAcc = evaluatePipeline(world, *model, layout, stage, test);
     summary.epochs.push_back(s);
     if (lead && out) {

@@ -10,14 +10,54 @@
 
 namespace braid::trainer {
 
+namespace {
+
+/// The monitor's fields derived from an epoch's StepTimes, in the logs' column order.
+struct MonitorFields {
+  const char* name;
+  double value;
+};
+
+std::vector<MonitorFields> monitorFields(const StepTimes& t, double epochSeconds) {
+  return {{"step_seconds", t.stepSeconds},
+          {"compute_seconds", t.computeSeconds},
+          {"comm_wait_seconds", t.waitSeconds},
+          {"overlap_seconds", t.overlapSeconds},
+          {"compute_share", t.share(t.computeSeconds)},
+          {"overlap_share", t.share(t.overlapSeconds)},
+          {"allreduce_bytes", static_cast<double>(t.allReduceBytes)},
+          {"allreduce_bytes_per_s",
+           epochSeconds > 0 ? static_cast<double>(t.allReduceBytes) / epochSeconds : 0.0}};
+}
+
+/// The CSV header's monitor columns, from monitorFields' names.
+std::string monitorColumns() {
+  std::string out;
+  for (const MonitorFields& f : monitorFields(StepTimes{}, 0)) {
+    out += out.empty() ? "" : ",";
+    out += f.name;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string formatEpoch(const EpochStats& s, int epochs) {
   std::string fp16;
   if (s.fp16) fp16 = fmt::format("  skipped {}  loss scale {:g}", s.skippedSteps, s.lossScale);
+  std::string monitor;
+  if (s.times) {
+    const StepTimes& t = *s.times;
+    monitor =
+        fmt::format("  compute {:.1f}%  overlap {:.1f}%  all-reduce {:.1f} MB/s",
+                    100 * t.share(t.computeSeconds), 100 * t.share(t.overlapSeconds),
+                    s.seconds > 0 ? static_cast<double>(t.allReduceBytes) / s.seconds / 1e6 : 0.0);
+  }
   return fmt::format(
       "epoch {}/{}  train loss {:.4f}  train acc {:.2f}%  test acc {:.2f}%  samples/s {:.0f}  "
-      "comm wait {:.1f}%  ({:.1f} s){}{}",
+      "comm wait {:.1f}%{}  ({:.1f} s){}{}",
       s.epoch, epochs, s.trainLoss, 100 * s.trainAcc, 100 * s.testAcc, s.samplesPerSec,
-      100 * s.commWaitShare, s.seconds, fp16, s.extraConsole);
+      100 * s.commWaitShare, monitor, s.seconds, fp16, s.extraConsole);
 }
 
 std::string runInfoJson(const TrainOptions& o, double lr, int ranks, int threads, size_t numParams,
@@ -57,7 +97,8 @@ EpochLog::EpochLog(std::string path, std::string runInfoJson)
   BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot write the log file '{}'", path_);
   if (!json_) {
     out << "epoch,steps,train_loss,train_acc,test_acc,samples_per_s,comm_wait_share,seconds,"
-           "skipped_steps,loss_scale\n";
+           "skipped_steps,loss_scale,"
+        << monitorColumns() << "\n";
   }
 }
 
@@ -65,9 +106,16 @@ void EpochLog::add(const EpochStats& s) {
   rows_.push_back(s);
   if (!json_) {
     std::ofstream out(path_, std::ios::app);
-    out << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.1f},{:.6f},{:.3f},{},{:g}\n", s.epoch,
-                       s.steps, s.trainLoss, s.trainAcc, s.testAcc, s.samplesPerSec,
-                       s.commWaitShare, s.seconds, s.skippedSteps, s.lossScale);
+    out << fmt::format("{},{},{:.6f},{:.6f},{:.6f},{:.1f},{:.6f},{:.3f},{},{:g}", s.epoch, s.steps,
+                       s.trainLoss, s.trainAcc, s.testAcc, s.samplesPerSec, s.commWaitShare,
+                       s.seconds, s.skippedSteps, s.lossScale);
+    if (s.times) {
+      for (const MonitorFields& f : monitorFields(*s.times, s.seconds))
+        out << fmt::format(",{:.12g}", f.value);
+    } else {
+      out << std::string(monitorFields(StepTimes{}, 0).size(), ',');
+    }
+    out << "\n";
     BRAID_ENFORCE(out.good(), ErrorCode::kSystemError, "cannot append to the log file '{}'", path_);
     return;
   }
@@ -85,6 +133,9 @@ void EpochLog::add(const EpochStats& s) {
                           {"seconds", r.seconds},
                           {"skipped_steps", r.skippedSteps},
                           {"loss_scale", r.lossScale}};
+    for (const MonitorFields& f : monitorFields(r.times.value_or(StepTimes{}), r.seconds)) {
+      row[f.name] = r.times ? nlohmann::json(f.value) : nlohmann::json(nullptr);
+    }
     if (!r.extraJson.empty()) row.update(nlohmann::json::parse(r.extraJson));
     doc["epochs"].push_back(row);
   }

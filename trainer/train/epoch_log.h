@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "trainer/train/batch_sums.h"
 #include "trainer/train/options.h"
+#include "trainer/train/step_times.h"
 
 namespace braid::trainer {
 
@@ -23,6 +25,10 @@ struct EpochStats {
   bool fp16 = false;         ///< --precision fp16: the console line shows the two below
   int64_t skippedSteps = 0;  ///< fp16: steps skipped for inf/NaN gradients in this epoch
   double lossScale = 1;      ///< fp16: the loss scale at the end of the epoch (fp32: 1)
+  /// The performance monitor's sums over the epoch's steps (rank 0's; ddp and pipeline): the
+  /// console line shows compute / overlap shares and all-reduce bytes/s, the logs every field
+  /// (empty CSV cells and JSON nulls without it, e.g. ps).
+  std::optional<StepTimes> times;
   /// A strategy's own fields: appended to the console line, and (a JSON object's text, "" for
   /// none) merged into the epoch's JSON row; the CSV log leaves them out.
   std::string extraConsole;

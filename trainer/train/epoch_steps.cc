@@ -11,9 +11,7 @@ EpochSteps runEpochSteps(DistributedSampler& sampler, Progress& progress, int64_
   std::vector<int64_t> indices;
   const auto epochStart = Clock::now();
   while (sampler.next(indices)) {
-    const auto stepStart = Clock::now();
     step(indices);
-    e.stepSeconds += secondsSince(stepStart);
     ++e.steps;
     ++runSteps;
     if (afterStep) afterStep(runSteps);

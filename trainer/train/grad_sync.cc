@@ -1,7 +1,6 @@
 #include "trainer/train/grad_sync.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "braid/deadline.hpp"
@@ -62,12 +61,21 @@ GradSync::GradSync(Communicator& comm, float* grads, const std::vector<size_t>& 
 void GradSync::arm() {
   armed_ = true;
   started_ = 0;
+  times_ = StepTimes{};
+  overlapping_ = false;
 }
 
 void GradSync::onGradReady(size_t readyFrom) {
   if (!armed_) return;  // an accumulation micro-batch: no sync yet
   while (started_ < buckets_.size() && buckets_[started_].begin >= readyFrom) {
     const Bucket& b = buckets_[started_];
+    // readyFrom > 0: backward still has the parameters below it to compute, with this in flight.
+    if (!overlapping_ && readyFrom > 0) {
+      overlapping_ = true;
+      overlapFrom_ = Clock::now();
+    }
+    times_.allReduceBytes +=
+        static_cast<int64_t>((b.end - b.begin) * (half_ ? sizeof(uint16_t) : sizeof(float)));
     if (half_) {
       uint16_t* h = halfGrads_.data() + b.begin;
       kernels::detail::floatToHalfN(h, grads_ + b.begin, b.end - b.begin);
@@ -82,23 +90,34 @@ void GradSync::onGradReady(size_t readyFrom) {
   }
 }
 
-void GradSync::finishBackward() { onGradReady(0); }
+void GradSync::finishBackward() {
+  onGradReady(0);
+  if (overlapping_) {
+    times_.overlapSeconds += secondsSince(overlapFrom_);
+    overlapping_ = false;
+  }
+}
 
 double GradSync::stepAndWait(Optimizer& opt, float* params) {
   BRAID_ENFORCE(armed_ && started_ == buckets_.size(), ErrorCode::kInvalidUsage,
                 "gradient sync: stepAndWait before all {} buckets were started ({} started)",
                 buckets_.size(), started_);
-  double waited = 0;
   for (size_t i = 0; i < buckets_.size(); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     // The collective itself is bounded by the communicator timeout; this bounds the wait too.
     requests_[i].wait(Deadline::after(2 * timeoutSeconds_));
-    waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    times_.waitSeconds += secondsSince(t0);
+    const auto t1 = Clock::now();
     opt.stepRange(params, grads_, buckets_[i].begin, buckets_[i].end);
+    const double stepped = secondsSince(t1);
+    times_.computeSeconds += stepped;
+    if (i + 1 < buckets_.size()) times_.overlapSeconds += stepped;  // later buckets in flight
   }
+  const auto t2 = Clock::now();
   opt.finishStep();
+  times_.computeSeconds += secondsSince(t2);
   armed_ = false;
-  return waited;
+  return times_.waitSeconds;
 }
 
 void GradSync::setHalfPrecision(bool on) {
@@ -121,10 +140,9 @@ GradSync::ScaledStep GradSync::stepAndWaitScaled(Optimizer& opt, float* params,
   int32_t overflow = 0;
   for (size_t i = 0; i < buckets_.size(); ++i) {
     const Bucket& b = buckets_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = Clock::now();
     requests_[i].wait(Deadline::after(2 * timeoutSeconds_));
-    result.waitSeconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result.waitSeconds += secondsSince(t0);
     float* g = grads_ + b.begin;
     kernels::detail::halfToFloatN(g, halfGrads_.data() + b.begin, b.end - b.begin);
     for (size_t k = 0; k < b.end - b.begin; ++k) {
@@ -135,14 +153,17 @@ GradSync::ScaledStep GradSync::stepAndWaitScaled(Optimizer& opt, float* params,
   armed_ = false;
   // Every rank sees the same averaged half values, but a skip must never depend on that: one
   // int per step makes the decision explicitly collective.
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   comm_.allReduce(&overflow, &overflow, 1, DataType::kInt32, RedOp::kMax);
-  result.waitSeconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.waitSeconds += secondsSince(t0);
+  times_.waitSeconds = result.waitSeconds;
+  times_.allReduceBytes += sizeof(int32_t);
   result.skipped = overflow != 0;
   if (!result.skipped) {
+    const auto t1 = Clock::now();
     for (const Bucket& b : buckets_) opt.stepRange(params, grads_, b.begin, b.end);
     opt.finishStep();
+    times_.computeSeconds += secondsSince(t1);
   }
   scaler.update(result.skipped);
   return result;

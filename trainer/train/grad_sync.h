@@ -8,6 +8,8 @@
 #include "braid/braid.hpp"
 #include "trainer/nn/optimizer.h"
 #include "trainer/train/loss_scaler.h"
+#include "trainer/train/seconds.h"
+#include "trainer/train/step_times.h"
 
 namespace braid::trainer {
 
@@ -55,6 +57,15 @@ class GradSync {
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
+  /// The performance monitor's view of the step since the last arm(): waitSeconds (blocked in
+  /// Request::wait, and fp16's overflow agreement), computeSeconds (the optimizer's, on this
+  /// thread), overlapSeconds (compute while a bucket of the step was in flight: from the first
+  /// bucket started before backward reached the first parameter to the end of backward, plus
+  /// each bucket's optimizer step while later buckets were still unwaited) and allReduceBytes
+  /// (every bucket's elements x 4, or x 2 in fp16). The caller adds forward/backward time, the
+  /// step's wall time and its samples.
+  const StepTimes& stepTimes() const { return times_; }
+
   /// Switches to fp16 communication: each bucket's gradients are converted to float16 into a
   /// per-bucket half buffer when the bucket starts, all-reduced as DataType::kFloat16 with
   /// RedOp::kAvg (half the bytes), and converted back by stepAndWaitScaled(). Call before arm().
@@ -83,6 +94,9 @@ class GradSync {
   bool half_ = false;
   std::vector<uint16_t> halfGrads_;  // fp16 mode: bucket b at [b.begin, b.end), like grads_
   double timeoutSeconds_;
+  StepTimes times_;
+  bool overlapping_ = false;  // a bucket started while backward had parameters left
+  Clock::time_point overlapFrom_;
 };
 
 }  // namespace braid::trainer

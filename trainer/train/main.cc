@@ -16,6 +16,7 @@
 #include "trainer/pipeline/pipeline_trainer.h"
 #include "trainer/ps/ps_training.h"
 #include "trainer/train/options.h"
+#include "trainer/train/scaling_report.h"
 #include "trainer/train/trainer.h"
 
 namespace {
@@ -49,6 +50,14 @@ int main(int argc, char** argv) {
     auto parsed = braid::trainer::parseTrainOptions(argc, argv);
     if (parsed.exitCode) return *parsed.exitCode;
     const int world = announcedWorldSize();
+    if (!parsed.options.report.empty()) {
+      BRAID_ENFORCE(!braid::envString("WORLD_SIZE") && !braid::envString("OMPI_COMM_WORLD_SIZE"),
+                    braid::ErrorCode::kInvalidUsage,
+                    "--report {} launches its own runs: start braid-train without a launcher",
+                    parsed.options.report);
+      braid::trainer::runScalingReport(argc, argv, parsed.options, stdout);
+      return 0;
+    }
     if (world > 0) braid::trainer::validateForWorld(parsed.options, world);
     comm.emplace(makeCommunicator());
     if (parsed.options.strategy == "ps") {

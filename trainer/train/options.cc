@@ -1,6 +1,10 @@
 #include "trainer/train/options.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -87,6 +91,18 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   app.add_option("--accum", o.accum, "micro-batches per step (gradient accumulation)")
       ->capture_default_str();
   app.add_option("--log", o.logPath, "per-epoch log file, .csv or .json");
+  app.add_option("--log-steps", o.stepLogPath,
+                 "rank 0 writes one JSON line per optimizer step to FILE (timing, bytes; ddp and "
+                 "pipeline)");
+  app.add_option("--report", o.report,
+                 "scaling: run this training on each --report-ranks count (through braidrun) and "
+                 "print samples/s, speedup, scaling efficiency, comm and overlap shares");
+  app.add_option("--report-ranks", o.reportRanks, "rank counts of --report, ascending")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--braidrun", o.braidrun,
+                 "the launcher --report uses (default: braidrun next to braid-train or in "
+                 "../tools/)");
   app.add_option("--max-steps", o.maxSteps, "stop after this many optimizer steps (0: no limit)")
       ->capture_default_str();
   app.add_option("--limit-train", o.limitTrain, "use only the first N training samples (0: all)")
@@ -150,6 +166,16 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
                 "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
   validateStrategyFlags(app, o);
+  BRAID_ENFORCE(o.report.empty() || o.report == "scaling", ErrorCode::kInvalidUsage,
+                "--report '{}' is unknown; use scaling", o.report);
+  BRAID_ENFORCE(!o.report.empty() || (app.count("--report-ranks") == 0 && o.braidrun.empty()),
+                ErrorCode::kInvalidUsage, "--report-ranks and --braidrun need --report scaling");
+  BRAID_ENFORCE(!o.reportRanks.empty() && o.reportRanks.front() >= 1 &&
+                    std::adjacent_find(o.reportRanks.begin(), o.reportRanks.end(),
+                                       [](int a, int b) { return b <= a; }) == o.reportRanks.end(),
+                ErrorCode::kInvalidUsage,
+                "--report-ranks {} must be positive rank counts in ascending order (e.g. 1,2,4)",
+                fmt::format("{}", fmt::join(o.reportRanks, ",")));
   if (!o.logPath.empty()) {
     auto endsWith = [&](const char* ext) {
       std::string e(ext);

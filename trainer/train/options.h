@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trainer/data/sampler.h"
 #include "trainer/nn/optimizer.h"
@@ -31,21 +32,25 @@ struct TrainOptions {
   double bucketMb = 25.0;          ///< gradient bucket size in MiB
   int accum = 1;                   ///< micro-batches per optimizer step (sync once per step)
   std::string logPath;             ///< per-epoch log, .csv or .json; empty: none
-  int64_t maxSteps = 0;            ///< stop after this many optimizer steps; 0: no limit
-  int64_t limitTrain = 0;          ///< use only the first N training samples; 0: all
-  int64_t limitTest = 0;           ///< use only the first N test samples; 0: all
-  bool checkSync = false;          ///< hash parameters after every step and compare ranks
-  int threads = 0;                 ///< BLAS threads per rank; 0: cores / ranks (at least 1)
-  std::string dumpParams;          ///< rank 0 writes the final flat parameters (raw float32)
-  bool quiet = false;              ///< no progress bar / progress lines
-  std::string checkpointDir;       ///< where checkpoints are written / resumed from
-  int64_t checkpointEvery = 0;     ///< rank 0 writes a checkpoint every K steps; 0: never
-  bool resume = false;             ///< continue from the newest complete checkpoint
-  std::string dumpGrads;           ///< rank 0 writes the last step's flat gradients (raw float32)
-  std::string strategy = "ddp";    ///< ddp (data parallel), ps (trainer/ps/) or pipeline
-                                   ///< (trainer/pipeline/); strategy_flags.h
-  int psServers = 0;               ///< --ps N: ranks 0..N-1 hold the parameters (strategy ps)
-  std::string psMode = "sync";     ///< ps: "sync" (every worker each step) or "async"
+  std::string stepLogPath;         ///< --log-steps: one JSON line per step (ddp, pipeline)
+  std::string report;              ///< --report scaling: run on reportRanks ranks, print a table
+  std::vector<int> reportRanks = {1, 2, 4};  ///< --report-ranks: the rank counts of --report
+  std::string braidrun;    ///< --braidrun: the launcher of --report (default: next to the binary)
+  int64_t maxSteps = 0;    ///< stop after this many optimizer steps; 0: no limit
+  int64_t limitTrain = 0;  ///< use only the first N training samples; 0: all
+  int64_t limitTest = 0;   ///< use only the first N test samples; 0: all
+  bool checkSync = false;  ///< hash parameters after every step and compare ranks
+  int threads = 0;         ///< BLAS threads per rank; 0: cores / ranks (at least 1)
+  std::string dumpParams;  ///< rank 0 writes the final flat parameters (raw float32)
+  bool quiet = false;      ///< no progress bar / progress lines
+  std::string checkpointDir;     ///< where checkpoints are written / resumed from
+  int64_t checkpointEvery = 0;   ///< rank 0 writes a checkpoint every K steps; 0: never
+  bool resume = false;           ///< continue from the newest complete checkpoint
+  std::string dumpGrads;         ///< rank 0 writes the last step's flat gradients (raw float32)
+  std::string strategy = "ddp";  ///< ddp (data parallel), ps (trainer/ps/) or pipeline
+                                 ///< (trainer/pipeline/); strategy_flags.h
+  int psServers = 0;             ///< --ps N: ranks 0..N-1 hold the parameters (strategy ps)
+  std::string psMode = "sync";   ///< ps: "sync" (every worker each step) or "async"
   std::optional<int64_t> maxStaleness;  ///< ps async: apply no update more than K versions old
   std::string stalenessLog;             ///< ps: JSON lines, one per update a server received
   int stages = 1;                       ///< pipeline: stages per pipeline (ranks / stages replicas)

@@ -40,6 +40,9 @@ void validatePsFlags(const TrainOptions& o) {
   BRAID_ENFORCE(o.dumpGrads.empty(), ErrorCode::kInvalidUsage,
                 "--dump-grads is for --strategy ddp or pipeline (ps workers send their gradients "
                 "to the servers, which apply them one by one)");
+  BRAID_ENFORCE(o.stepLogPath.empty(), ErrorCode::kInvalidUsage,
+                "--log-steps is for --strategy ddp or pipeline (ps workers step on their own; "
+                "see --staleness-log)");
 }
 
 /// What --strategy pipeline does not support, and its own numbers.

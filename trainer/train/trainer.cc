@@ -21,6 +21,8 @@
 #include "trainer/train/progress.h"
 #include "trainer/train/rank_sums.h"
 #include "trainer/train/run_setup.h"
+#include "trainer/train/seconds.h"
+#include "trainer/train/step_times.h"
 #include "trainer/train/sync_check.h"
 
 namespace braid::trainer {
@@ -175,6 +177,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     std::fflush(out);
   }
 
+  std::unique_ptr<StepLog> stepLog;
+  if (lead && !o.stepLogPath.empty()) stepLog = std::make_unique<StepLog>(o.stepLogPath);
+
   StepBuffers buffers;
   TrainSummary summary;
   summary.steps = resumedStep;
@@ -186,23 +191,34 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
       sampler.setEpoch(static_cast<uint64_t>(epoch));
     }
     Progress progress(epoch + 1, o.epochs, stepsPerEpoch, !lead || o.quiet);
-    BatchSums sums;  // this rank's samples
-    double waitSeconds = 0;
+    BatchSums sums;        // this rank's samples
+    StepTimes epochTimes;  // this rank's
+    StepTimes lastStep;
     const int64_t skippedBefore = scaler.skippedSteps();
     const auto step = [&](const std::vector<int64_t>& indices) {
+      const auto stepStart = Clock::now();
       store.zeroGrads();
       // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
+      const auto backwardStart = Clock::now();
       forwardBackward(
           *model, train, indices, o.accum, fp16 ? scaler.scale() : 1.0f, [&sync] { sync.arm(); },
           buffers, sums);
       sync.finishBackward();
+      const double forwardBackwardSeconds = secondsSince(backwardStart);
       if (fp16) {
-        waitSeconds += sync.stepAndWaitScaled(opt, store.params(), scaler).waitSeconds;
+        sync.stepAndWaitScaled(opt, store.params(), scaler);
       } else {
-        waitSeconds += sync.stepAndWait(opt, store.params());
+        sync.stepAndWait(opt, store.params());
       }
+      lastStep = sync.stepTimes();
+      lastStep.computeSeconds += forwardBackwardSeconds;
+      lastStep.stepSeconds = secondsSince(stepStart);
+      lastStep.steps = 1;
+      lastStep.samples = static_cast<int64_t>(indices.size()) * ranks;
+      epochTimes += lastStep;
     };
     const auto afterStep = [&](int64_t runStep) {
+      if (stepLog) stepLog->add(runStep, epoch + 1, lastStep);
       if (o.checkSync) checkParamsInSync(comm, store.params(), n, runStep);
       if (lead && o.checkpointEvery > 0 && runStep % o.checkpointEvery == 0) {
         CheckpointState ck;
@@ -230,8 +246,9 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
     if (ranks > 1 && store.numBuffers() > 0) {
       comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
     }
-    EpochStats s =
-        epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds, e.stepSeconds, waitSeconds);
+    EpochStats s = epochStatsFromSums(epoch + 1, e.steps, total, e.epochSeconds,
+                                      epochTimes.stepSeconds, epochTimes.waitSeconds);
+    s.times = epochTimes;
     s.testAcc = accuracyOverRanks(comm, countCorrect(*model, test, rank, ranks));
     s.fp16 = fp16;
     s.skippedSteps = scaler.skippedSteps() - skippedBefore;
