@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include "transport/doorbell.h"
+#include "transport/shm/tsan_edges.h"
 #include "transport/transport.h"
 
 namespace braid::transport::shm {
@@ -143,13 +144,14 @@ struct RingView {
 class ShmSendChannel final : public SendChannel {
  public:
   ShmSendChannel(char* ring, const EndpointConfig& c, Doorbell* receiverBell, int peer)
-      : ring_(ring, c, receiverBell, peer) {
+      : ring_(ring, c, receiverBell, peer), edge_(ringEdgeId(c.jobId, c.rank, peer)) {
     ring_.prefault(true);
   }
 
   void* tryAcquire() override {
     if (sent_ - consumed_ >= ring_.k) {
       consumed_ = atom(*ring_.control).load(std::memory_order_acquire);
+      edgeAcquire(edge_ ^ 1);
       if (sent_ - consumed_ >= ring_.k) return nullptr;
     }
     return reinterpret_cast<char*>(ring_.slot(sent_)) + kSlotHeaderBytes;
@@ -165,6 +167,7 @@ class ShmSendChannel final : public SendChannel {
     slot->size = bytes;
     slot->meta = meta;
     ++sent_;
+    edgeRelease(edge_);
     atom(slot->seq).store(sent_, std::memory_order_release);
     ringDoorbellIfSleeping(*ring_.bell);
   }
@@ -174,6 +177,7 @@ class ShmSendChannel final : public SendChannel {
 
  private:
   RingView ring_;
+  uint64_t edge_;          // tsan_edges.h
   uint64_t sent_ = 0;      // messages posted
   uint64_t consumed_ = 0;  // last seen value of *ring_.control
 };
@@ -181,13 +185,14 @@ class ShmSendChannel final : public SendChannel {
 class ShmRecvChannel final : public RecvChannel {
  public:
   ShmRecvChannel(char* ring, const EndpointConfig& c, Doorbell* senderBell, int peer)
-      : ring_(ring, c, senderBell, peer) {
+      : ring_(ring, c, senderBell, peer), edge_(ringEdgeId(c.jobId, peer, c.rank)) {
     ring_.prefault(false);
   }
 
   const void* tryPeek(size_t* bytes, MessageMeta* meta) override {
     SlotHeader* slot = ring_.slot(head_);
     if (atom(slot->seq).load(std::memory_order_acquire) != head_ + 1) return nullptr;
+    edgeAcquire(edge_);
     size_t size = slot->size;
     BRAID_ENFORCE(size <= ring_.slotBytes, ErrorCode::kRemoteError,
                   "shm recv from peer rank {}: message of {} bytes exceeds the slot size {}",
@@ -203,6 +208,7 @@ class ShmRecvChannel final : public RecvChannel {
                   ErrorCode::kInvalidUsage, "shm release from peer rank {} with no message peeked",
                   ring_.peer);
     ++head_;
+    edgeRelease(edge_ ^ 1);
     atom(*ring_.control).store(head_, std::memory_order_release);
     ringDoorbellIfSleeping(*ring_.bell);
   }
@@ -211,6 +217,7 @@ class ShmRecvChannel final : public RecvChannel {
 
  private:
   RingView ring_;
+  uint64_t edge_;      // tsan_edges.h
   uint64_t head_ = 0;  // messages released
 };
 
