@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,6 +203,15 @@ inline std::vector<std::string> shmEntries(const std::string& prefix) {
   }
   closedir(dir);
   return out;
+}
+
+/// Unlinks what a child killed with SIGKILL left in /dev/shm under its pid: libfabric's shm
+/// provider names its region after the endpoint's source address, which braid makes
+/// "braid-<pid>-<random>" (transport/ofi/provider.h), and only a clean exit removes it.
+inline void removeShmLeftOf(pid_t child) {
+  for (const std::string& name : shmEntries(fmt::format("braid-{}-", child))) {
+    shm_unlink(("/" + name).c_str());
+  }
 }
 
 // --- Traffic over every pair and channel, checked end to end -------------------------------
@@ -446,6 +456,7 @@ inline void killedPeerIsSeenDead(const std::string& dir, Kind kind, double secon
   double millis = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   EXPECT_TRUE(dead) << "peer still alive after " << millis << " ms";
   EXPECT_EQ(waitChild(child, Deadline::after(5)), -SIGKILL);
+  removeShmLeftOf(child);
   EXPECT_FALSE(ep->peerAlive(1)) << "stays dead after the reap";
   // Sending to it is no error and no hang; destroying is bounded.
   if (void* slot = ep->send(1, 0).tryAcquire()) {

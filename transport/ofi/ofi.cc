@@ -169,6 +169,7 @@ void OfiTransport::openFabric() {
   std::string why;
   if (!info_) info_ = getInfo(provider_.name, false, &why);
   BRAID_ENFORCE(info_ != nullptr, ErrorCode::kSystemError, "rank {}: ofi: {}", rank, why);
+  giveUniqueSourceName(info_.get());
   const std::string mr = envString("BRAID_OFI_MR").value_or("auto");
   BRAID_ENFORCE(mr == "auto" || mr == "local", ErrorCode::kInvalidUsage,
                 "rank {}: BRAID_OFI_MR='{}': choose auto or local", rank, mr);

@@ -3,9 +3,15 @@
 #include <fmt/format.h>
 #include <rdma/fi_errno.h>
 
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <random>
+#include <string_view>
 
 #include "common/env.h"
 
@@ -79,6 +85,21 @@ InfoPtr getInfo(const std::string& name, bool rma, std::string* why) {
     return nullptr;
   }
   return InfoPtr(info);
+}
+
+void giveUniqueSourceName(fi_info* info) {
+  constexpr std::string_view kShmPrefix = "fi_shm://";
+  if (info->addr_format != FI_ADDR_STR || info->src_addr == nullptr) return;
+  const std::string_view current(static_cast<const char*>(info->src_addr),
+                                 strnlen(static_cast<const char*>(info->src_addr),
+                                         info->src_addrlen));
+  if (current.substr(0, kShmPrefix.size()) != kShmPrefix) return;
+  std::random_device device;
+  const uint64_t nonce = (static_cast<uint64_t>(device()) << 32) | device();
+  const std::string unique = fmt::format("{}braid-{}-{:016x}", kShmPrefix, getpid(), nonce);
+  free(info->src_addr);  // fi_freeinfo frees it, so it must come from malloc
+  info->src_addr = strdup(unique.c_str());
+  info->src_addrlen = unique.size() + 1;
 }
 
 ProviderChoice chooseProvider() {

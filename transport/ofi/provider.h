@@ -38,4 +38,11 @@ using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 /// ENDPOINT). Null with *why set ("fi_getinfo(...): <error>") on failure.
 InfoPtr getInfo(const std::string& name, bool rma, std::string* why);
 
+/// For the shm provider, replaces `info`'s source address ("fi_shm://<pid>") with one no other
+/// endpoint can hold ("fi_shm://braid-<pid>-<random>"); other providers' info is left alone.
+/// Why: shm names its region /dev/shm/<pid>:<uid>:<endpoint index>, and a process killed by
+/// SIGKILL leaves its region behind. When the pid comes round again, a new rank with the same
+/// endpoint index finds the name taken and fi_enable fails with EBUSY (seen in CI).
+void giveUniqueSourceName(fi_info* info);
+
 }  // namespace braid::transport::ofi
