@@ -3,9 +3,9 @@
 // result has the same bits as oneshot's and single copy's whatever the chunking, lanes or
 // transport. Composed of the direct family's schedules around one local reduction:
 //   all-reduce:     each rank's block of the buffer (single copy's split, at 64-byte boundaries)
-//                   goes to its owner in one exchange (an all-to-all by pairwise steps, which
-//                   streams at any size) into scratch; the owner reduces it; a second exchange
-//                   gives every rank every reduced block;
+//                   goes to its owner in one exchange (the direct all-to-all, every block
+//                   in flight at once, streaming at any size) into scratch; the owner reduces
+//                   it; a second exchange gives every rank every reduced block;
 //   reduce-scatter: the first exchange and the reduction;
 //   reduce:         a gather at the root (one lane per peer) and the reduction there.
 // In place is safe: the first exchange reads blocks this rank does not own and writes scratch;

@@ -31,6 +31,9 @@ namespace {
 // 2..16 shared-memory ranks (bench/RESULTS.md); the model must beat this rule clearly to change
 // a single-node decision.
 constexpr size_t kDirectMaxBytes = 32 << 10;
+// From this many bytes per peer an all-to-all across nodes runs pairwise (measured on the
+// namespace cluster with shallow switch queues, bench/RESULTS.md).
+constexpr size_t kPairwiseMinBytes = size_t(4) << 20;
 constexpr double kSingleNodeMargin = 1.5;
 // Among near-equal candidates keep the configured lanes and the slot-sized chunk.
 constexpr double kTieMargin = 1.01;
@@ -129,18 +132,50 @@ Decision evaluate(const TunerConfig& config, const TunerModel& model, Collective
   Decision d;
 
   if (onlyDirect(shape)) {
-    // All-to-all, gather and scatter have one schedule, the direct family's (pairwise exchange
-    // for all-to-all; lanes per peer, so no per-peer size limit).
-    BRAID_ENFORCE(config.forced == Algorithm::kAuto || config.forced == Algorithm::kOneShot,
-                  ErrorCode::kInvalidUsage,
-                  "algorithm '{}' (BRAID_ALGO) cannot run {}; only oneshot (direct) can",
-                  algorithmName(config.forced), collectiveName(shape));
-    const topology::Prediction p = price(Algorithm::kOneShot, 1, config.slotBytes);
-    d.choice = {Algorithm::kOneShot, 1, config.slotBytes, std::isfinite(p.timeUs) ? p.timeUs : 0};
-    d.reports.push_back({Algorithm::kOneShot, 1, config.slotBytes, p.timeUs, "",
-                         "the only schedule of " + std::string(collectiveName(shape)) + ": " +
-                             p.detail,
-                         true});
+    // Gather and scatter have one schedule, the direct family's (lanes per peer, so no per-peer
+    // size limit); all-to-all two: direct and the pairwise exchange, chosen by the model.
+    std::vector<Algorithm> families{Algorithm::kOneShot};
+    if (supports(Algorithm::kPairwise, shape)) families.push_back(Algorithm::kPairwise);
+    std::string names;
+    for (Algorithm f : families) names += fmt::format("{}{}", names.empty() ? "" : ", ", algorithmName(f));
+    const bool forced = config.forced != Algorithm::kAuto;
+    if (forced) {
+      BRAID_ENFORCE(std::find(families.begin(), families.end(), config.forced) != families.end(),
+                    ErrorCode::kInvalidUsage,
+                    "algorithm '{}' (BRAID_ALGO) cannot run {}; choose one of: auto, {}",
+                    algorithmName(config.forced), collectiveName(shape), names);
+      families = {config.forced};
+    }
+    for (Algorithm f : families) {
+      const topology::Prediction p = price(f, 1, config.slotBytes);
+      const std::string why = forced               ? "forced by BRAID_ALGO: "
+                              : families.size() == 1 ? "the only schedule of " +
+                                                           std::string(collectiveName(shape)) + ": "
+                                                     : "";
+      d.reports.push_back({f, 1, config.slotBytes, p.timeUs, "", why + p.detail, false});
+    }
+    // Direct (listed first) unless pairwise is clearly cheaper: with 2 ranks they are one thing.
+    CandidateReport* winner = &d.reports.front();
+    for (CandidateReport& r : d.reports)
+      if (r.predictedUs * kTieMargin < winner->predictedUs) winner = &r;
+    // Across nodes, large blocks go pairwise whatever the model says: direct has every rank's
+    // blocks converge on each NIC at once, and a switch port with a shallow buffer drops them
+    // (incast), which the model does not price (bench/RESULTS.md, "all-to-all: direct or
+    // pairwise").
+    if (!forced && nodes > 1 && perPeer >= kPairwiseMinBytes) {
+      for (CandidateReport& r : d.reports) {
+        if (r.family != Algorithm::kPairwise) continue;
+        if (&r != winner) r.detail += " (kept: the measured incast rule)";
+        winner = &r;
+      }
+    }
+    winner->chosen = true;
+    d.choice = {winner->family, 1, config.slotBytes,
+                std::isfinite(winner->predictedUs) ? winner->predictedUs : 0};
+    std::stable_sort(d.reports.begin(), d.reports.end(),
+                     [](const CandidateReport& a, const CandidateReport& b) {
+                       return a.predictedUs < b.predictedUs;
+                     });
     return d;
   }
 

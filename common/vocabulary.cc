@@ -51,6 +51,7 @@ constexpr Named<Algorithm> kAlgorithms[] = {
     {"singlecopy", Algorithm::kSingleCopy}, {"direct", Algorithm::kOneShot},
     {"single_copy", Algorithm::kSingleCopy}, {"cma", Algorithm::kSingleCopy},
     {"rankorder", Algorithm::kRankOrder},    {"rank_order", Algorithm::kRankOrder},
+    {"pairwise", Algorithm::kPairwise},
 };
 
 template <typename T, size_t N>

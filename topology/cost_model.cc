@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "common/error.h"
 
@@ -163,6 +164,9 @@ Prediction CostModel::predict(Collective coll, size_t bytes, const Candidate& c)
       return singleCopy(links, s);
     case Algorithm::kRankOrder:
       return rankOrder(links, coll, s, c);
+    case Algorithm::kPairwise:
+      if (coll != Collective::kAllToAll) break;
+      return pairwise(links, s, c);
   }
   return {kInf, fmt::format("{} does not compute {}", algorithmName(c.algo), collectiveName(coll))};
 }
@@ -224,6 +228,42 @@ Prediction CostModel::direct(const Links& links, Collective coll, double s, cons
   return {latency + std::max(0.0, body),
           fmt::format("one exchange of {} x {} peers per rank{}", sizeText(perPeer), n - 1,
                       worstNic > worstRank ? ", bound by the NIC" : "")};
+}
+
+Prediction CostModel::pairwise(const Links& links, double s, const Candidate& c) const {
+  // n-1 steps; in step k rank r sends its block to r+k and receives r-k's, and step k+1 begins
+  // once that block has arrived: every step pays a latency and lasts as long as its slowest pair.
+  // A node's ranks that send off the node in one step share its NICs.
+  const int n = ranks();
+  const double perPeer = s / n;
+  const double pieces = std::max(1.0, std::ceil(perPeer / static_cast<double>(c.chunkBytes)));
+  double total = 0;
+  bool netBound = false;
+  std::vector<int> offNode(nodes());
+  for (int k = 1; k < n; ++k) {
+    std::fill(offNode.begin(), offNode.end(), 0);
+    for (int r = 0; r < n; ++r)
+      if (graph_.nodeOf(r) != graph_.nodeOf((r + k) % n)) ++offNode[graph_.nodeOf(r)];
+    double worst = 0;
+    for (int r = 0; r < n; ++r) {
+      const int a = graph_.nodeOf(r), b = graph_.nodeOf((r + k) % n);
+      double t;
+      if (a == b) {
+        const LinkParams& intra = links.intra[a];
+        t = intra.latencyUs + (pieces - 1) * intra.overheadUs + perPeer / bytesPerUs(intra.gbps);
+      } else {
+        const double bw = std::min(graph_.net.gbps, nodeCost_[a].nicGbps / offNode[a]);
+        t = graph_.net.latencyUs + (pieces - 1) * graph_.net.overheadUs + perPeer / bytesPerUs(bw);
+      }
+      if (t > worst) {
+        worst = t;
+        netBound = a != b;
+      }
+    }
+    total += worst;
+  }
+  return {total, fmt::format("{} steps of {} to one peer each{}", n - 1, sizeText(perPeer),
+                             netBound ? ", the last bound by the network" : "")};
 }
 
 Prediction CostModel::rankOrder(const Links& links, Collective coll, double s,

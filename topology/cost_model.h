@@ -84,6 +84,7 @@ class CostModel {
   Prediction tree(const Links& links, double bytes, const Candidate& c) const;
   Prediction hier(const Links& links, double bytes, const Candidate& c) const;
   Prediction singleCopy(const Links& links, double bytes) const;
+  Prediction pairwise(const Links& links, double bytes, const Candidate& c) const;
   Prediction rankOrder(const Links& links, Collective coll, double bytes, const Candidate& c) const;
 
   ClusterGraph graph_;

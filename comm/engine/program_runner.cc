@@ -161,7 +161,7 @@ bool ProgramRunner::tryPiece(Cursor& c) {
   if (waitsForEarlier(c)) return false;  // its turn on this peer and direction comes later
   const ExecArgs& args = *c.args;
   const Step& s = c.lane->steps[c.step];
-  if (s.count == 0) {
+  if (s.count == 0 && !s.emptyMessage) {
     c.step++;
     return true;
   }
@@ -213,7 +213,7 @@ bool ProgramRunner::tryPiece(Cursor& c) {
     p.gatherSrcs = gatherSrcs_.data();
     p.gatherCount = size_;
   }
-  engine_.move(p, args);
+  if (p.len > 0) engine_.move(p, args);  // an empty message moves no data
   if (deferred_) {
     pending_.push_back(Pending{&c, in, outCh, bytes});
   } else {
@@ -242,7 +242,7 @@ void ProgramRunner::commit(Cursor& c, const Step& s, transport::RecvChannel* in,
     out->post(bytes, c.meta);
     add(sentTo_[s.sendPeer], bytes);
   }
-  if (++c.piece == pieceCount(s.count, c.args->elemsPerPiece)) {
+  if (++c.piece >= std::max<size_t>(pieceCount(s.count, c.args->elemsPerPiece), 1)) {
     c.piece = 0;
     c.step++;
   }

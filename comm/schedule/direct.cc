@@ -2,8 +2,7 @@
 // receives and reduces all of it in one pass. One exchange: the latency-optimal choice for small
 // buffers. One lane: the sends come first, so in-place buffers are read before they are written.
 // Gather and scatter: the root receives from (sends to) every other rank, one lane per peer so
-// every peer streams at once whatever the size; all-to-all is the pairwise exchange
-// (pairwise.cc).
+// every peer streams at once whatever the size; all-to-all has a file of its own (all_to_all.cc).
 #include "comm/schedule/generators.h"
 #include "common/error.h"
 
@@ -18,7 +17,7 @@ Step make(Prim prim, int recvPeer, int sendPeer, BufRange src, BufRange dst, siz
 }  // namespace
 
 RankProgram buildDirect(const ScheduleSpec& spec, int rank) {
-  if (spec.shape == Collective::kAllToAll) return buildPairwise(spec, rank);
+  if (spec.shape == Collective::kAllToAll) return buildDirectAllToAll(spec, rank);
   const int n = spec.nranks;
   const size_t count = spec.count;
   RankProgram program;

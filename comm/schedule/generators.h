@@ -10,9 +10,11 @@ namespace braid::comm {
 RankProgram buildRing(const ScheduleSpec& spec, int rank);
 /// Direct ("one-shot"): every rank exchanges with every other in one step; for small sizes.
 RankProgram buildDirect(const ScheduleSpec& spec, int rank);
-/// Pairwise exchange all-to-all (equal blocks, or spec.perPeer's splits), in or out of place;
-/// the direct family runs it.
+/// All-to-all (equal blocks, or spec.perPeer's splits), in or out of place (all_to_all.cc):
+/// the pairwise exchange (Algorithm::kPairwise), one peer per step and direction...
 RankProgram buildPairwise(const ScheduleSpec& spec, int rank);
+/// ...or direct (Algorithm::kOneShot), every peer's block in flight at once.
+RankProgram buildDirectAllToAll(const ScheduleSpec& spec, int rank);
 /// Chain: pipelined broadcast from the root / reduce towards the root.
 RankProgram buildChain(const ScheduleSpec& spec, int rank);
 /// Double binary tree all-reduce: lane 2k runs tree 0, lane 2k+1 tree 1 (treeLaneCount lanes),

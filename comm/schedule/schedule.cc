@@ -73,6 +73,8 @@ bool familySupports(Algorithm family, Collective shape) {
     case Algorithm::kRankOrder:
       return shape == Collective::kAllReduce || shape == Collective::kReduceScatter ||
              shape == Collective::kReduce;
+    case Algorithm::kPairwise:
+      return shape == Collective::kAllToAll;
   }
   return false;
 }
@@ -81,7 +83,7 @@ int channelsUsed(Algorithm family, int lanes) {
   if (family == Algorithm::kTree) return treeLaneCount(lanes);
   // Single copy sends only its exchanges, oneshot's; rank order runs the direct family's.
   if (family == Algorithm::kOneShot || family == Algorithm::kSingleCopy ||
-      family == Algorithm::kRankOrder) {
+      family == Algorithm::kRankOrder || family == Algorithm::kPairwise) {
     return 1;
   }
   return std::max(lanes, 1);
@@ -111,6 +113,8 @@ RankProgram buildProgram(const ScheduleSpec& spec, int rank) {
     case Algorithm::kRankOrder:
       // Runs the direct family's exchange, all-gather or gather around a local reduction.
       fail(ErrorCode::kInternal, "schedule: rank order is composed of direct schedules");
+    case Algorithm::kPairwise:
+      return buildPairwise(spec, rank);
   }
   fail(ErrorCode::kInternal, "schedule: unknown family");
 }

@@ -50,6 +50,11 @@ struct Step {
   BufRange dst;
   size_t count = 0;       ///< elements
   bool finalize = false;  ///< the result is final: apply the op's finalize (avg: divide by n)
+  /// A send or receive of count 0 that still moves one header-only message (other count-0 steps
+  /// are skipped). allToAllv's pairs exchange one message whatever their counts, so a peer that
+  /// sends nothing where this rank expects bytes (or the reverse) is a named size mismatch, not a
+  /// receive that waits out the timeout.
+  bool emptyMessage = false;
 };
 
 /// Steps run in order within a lane; lanes of one rank run concurrently (interleaved). No two

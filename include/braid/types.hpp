@@ -86,6 +86,9 @@ enum class Algorithm : uint8_t {
   /// its owner in one exchange, is reduced there in rank order, then shared (reduce: gathered at
   /// the root); the same bits as oneshot and singlecopy, whatever the chunking or transport
   kRankOrder = 7,
+  /// pairwise exchange (all-to-all): at step k each rank sends to rank+k and receives from
+  /// rank-k, one peer per step and direction (oneshot runs every peer's block at once)
+  kPairwise = 8,
 };
 
 /// The collectives that have schedules of their own (send, recv and barrier run on others').

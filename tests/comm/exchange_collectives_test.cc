@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 #include <numeric>
 
@@ -54,6 +55,28 @@ TEST(ExchangeCollectivesRanks, EveryRankCountFrom1To16) {
     runCasesOnThreads(
         n, [](int) { return smallSlots(); },
         matrix(n, {DataType::kFloat32, DataType::kInt8}, {1, 37}));
+  }
+}
+
+// All-to-all's two schedules, forced: direct (oneshot) and the pairwise exchange.
+std::vector<CollectiveCase> allToAllOnly(const std::vector<CollectiveCase>& cases) {
+  std::vector<CollectiveCase> out;
+  for (const CollectiveCase& c : cases)
+    if (c.coll == Collective::kAllToAll) out.push_back(c);
+  return out;
+}
+
+TEST(AllToAllSchedules, DirectAndPairwiseMatchTheReference) {
+  for (Algorithm algo : {Algorithm::kOneShot, Algorithm::kPairwise}) {
+    for (int n : {2, 3, 4, 5, 8}) {
+      SCOPED_TRACE(fmt::format("{} on {} ranks", algorithmName(algo), n));
+      Options options = smallSlots();
+      options.algorithm = algo;
+      runCasesOnThreads(
+          n, [&](int) { return options; },
+          allToAllOnly(matrix(n, {DataType::kFloat32, DataType::kInt8, DataType::kFloat64},
+                              {1, 2, 7, 13, 1023, 70001})));
+    }
   }
 }
 
@@ -184,11 +207,22 @@ std::string checkAllToAllv(Communicator& comm, DataType t, size_t scale, size_t 
 }
 
 TEST(AllToAllv, UnevenAndZeroCountsMatchTheSenders) {
-  for (int n : {1, 2, 3, 4, 5, 8, 16}) {
-    SCOPED_TRACE(fmt::format("{} ranks", n));
+  for (const auto& [n, algo] : std::vector<std::pair<int, Algorithm>>{
+           {1, Algorithm::kAuto},
+           {2, Algorithm::kAuto},
+           {3, Algorithm::kOneShot},
+           {3, Algorithm::kPairwise},
+           {4, Algorithm::kAuto},
+           {5, Algorithm::kOneShot},
+           {5, Algorithm::kPairwise},
+           {8, Algorithm::kAuto},
+           {16, Algorithm::kAuto}}) {
+    SCOPED_TRACE(fmt::format("{} ranks, {}", n, algorithmName(algo)));
     std::mutex mutex;
     std::vector<std::string> wrong;
-    auto errors = runRanks(n, smallSlots(), [&](Communicator& comm) {
+    Options options = smallSlots();
+    options.algorithm = algo;
+    auto errors = runRanks(n, options, [&](Communicator& comm) {
       for (DataType t : kAllTypes) {
         for (size_t scale : {size_t{0}, size_t{1}, size_t{300}}) {
           for (bool inPlace : {false, true}) {
@@ -299,9 +333,10 @@ TEST(ExchangeCollectivesUsage, BadRootsLayoutsAndOverlapsAreRefused) {
 }
 
 // BRAID_ALGO (Options::algorithm) forcing a family that cannot run them is refused naming it;
-// oneshot, their one schedule, runs.
-TEST(ExchangeCollectivesUsage, ForcedAlgorithmsOtherThanOneshotAreRefused) {
-  for (Algorithm algo : {Algorithm::kRing, Algorithm::kChain, Algorithm::kOneShot}) {
+// oneshot (direct) and pairwise, all-to-all's schedules, run; gather refuses pairwise.
+TEST(ExchangeCollectivesUsage, ForcedAlgorithmsOtherThanOneshotAndPairwiseAreRefused) {
+  for (Algorithm algo : {Algorithm::kRing, Algorithm::kChain, Algorithm::kOneShot,
+                         Algorithm::kPairwise}) {
     Options options = smallSlots();
     options.algorithm = algo;
     auto errors = runRanks(2, options, [&](Communicator& comm) {
@@ -309,7 +344,7 @@ TEST(ExchangeCollectivesUsage, ForcedAlgorithmsOtherThanOneshotAreRefused) {
       comm.allToAll(in.data(), out.data(), 32, DataType::kFloat32);
     });
     for (int r = 0; r < 2; ++r) {
-      if (algo == Algorithm::kOneShot) {
+      if (algo == Algorithm::kOneShot || algo == Algorithm::kPairwise) {
         EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
         continue;
       }
@@ -317,6 +352,17 @@ TEST(ExchangeCollectivesUsage, ForcedAlgorithmsOtherThanOneshotAreRefused) {
       EXPECT_NE(errorText(errors[r]).find("cannot run alltoall"), std::string::npos)
           << errorText(errors[r]);
     }
+  }
+  Options options = smallSlots();
+  options.algorithm = Algorithm::kPairwise;
+  auto errors = runRanks(2, options, [&](Communicator& comm) {
+    std::vector<float> in(64, 1.0f), out(128);
+    comm.gather(in.data(), out.data(), 64, DataType::kFloat32, 0);
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(errorCode(errors[r]), ErrorCode::kInvalidUsage);
+    EXPECT_NE(errorText(errors[r]).find("cannot run gather"), std::string::npos)
+        << errorText(errors[r]);
   }
 }
 
@@ -367,11 +413,14 @@ TEST(ExchangeCollectivesMismatch, RanksThatDisagreeFailWithANamedMismatch) {
 
 TEST(ExchangeCollectivesMismatch, AllToAllvPairsThatDisagreeFail) {
   // Every pair exchanges 100 floats except where rank 1 and rank 2 disagree about 2 -> 1: rank 1
-  // expects `expect`, rank 2 sends `sends` (a zero side meets the other's completion message).
+  // expects `expect`, rank 2 sends `sends` (a zero side meets the other's empty message).
   const struct { size_t expect, sends; } cases[] = {{101, 100}, {100, 0}, {0, 100}};
   const int n = 3;
+  for (Algorithm algo : {Algorithm::kOneShot, Algorithm::kPairwise})
   for (const auto& c : cases) {
-    auto errors = runRanks(n, smallSlots(), [&](Communicator& comm) {
+    Options options = smallSlots();
+    options.algorithm = algo;
+    auto errors = runRanks(n, options, [&](Communicator& comm) {
       const int r = comm.rank();
       std::vector<size_t> sendCounts(n, 100), recvCounts(n, 100), displs(n);
       for (int q = 0; q < n; ++q) displs[q] = q * 200;
@@ -383,8 +432,41 @@ TEST(ExchangeCollectivesMismatch, AllToAllvPairsThatDisagreeFail) {
     });
     for (int r = 0; r < n; ++r)
       EXPECT_EQ(errorCode(errors[r]), ErrorCode::kMismatch)
-          << "rank 1 expects " << c.expect << ", rank 2 sends " << c.sends << ": rank " << r << ": "
-          << errorText(errors[r]);
+          << algorithmName(algo) << ": rank 1 expects " << c.expect << ", rank 2 sends "
+          << c.sends << ": rank " << r << ": " << errorText(errors[r]);
+  }
+}
+
+// Nothing else moves: 2 ranks, every count 0 but one side's 1 element from rank 0 to rank 1.
+// The pair's empty message makes it a named size mismatch well inside the timeout.
+TEST(ExchangeCollectivesMismatch, ZeroAgainstOneElementIsAMismatchNotATimeout) {
+  for (Algorithm algo : {Algorithm::kOneShot, Algorithm::kPairwise}) {
+    for (bool receiverExpects : {true, false}) {
+      Options options = smallSlots();
+      options.algorithm = algo;
+      options.timeoutSeconds = 20;
+      const auto start = std::chrono::steady_clock::now();
+      auto errors = runRanks(2, options, [&](Communicator& comm) {
+        std::vector<size_t> sendCounts(2, 0), recvCounts(2, 0), displs(2, 0);
+        if (comm.rank() == 0 && !receiverExpects) sendCounts[1] = 1;
+        if (comm.rank() == 1 && receiverExpects) recvCounts[0] = 1;
+        std::vector<float> in(2, 1.0f), out(2);
+        comm.allToAllv(in.data(), sendCounts.data(), displs.data(), out.data(),
+                       recvCounts.data(), displs.data(), DataType::kFloat32);
+      });
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_LT(seconds, 10.0) << "a mismatch must not wait out the timeout";
+      // Rank 1 sees the message of the wrong size; rank 0 learns it from rank 1's abort.
+      EXPECT_EQ(errorCode(errors[1]), ErrorCode::kMismatch)
+          << algorithmName(algo) << ", receiver expects " << receiverExpects << ": "
+          << errorText(errors[1]);
+      EXPECT_NE(errorText(errors[1]).find(receiverExpects ? "message of 0 bytes from peer rank 0"
+                                                          : "message of 4 bytes from peer rank 0"),
+                std::string::npos)
+          << errorText(errors[1]);
+      EXPECT_NE(errorCode(errors[0]), ErrorCode::kTimeout) << errorText(errors[0]);
+    }
   }
 }
 

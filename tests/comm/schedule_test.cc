@@ -43,22 +43,24 @@ TEST(Schedule, EveryGeneratedScheduleIsCorrectForRanks1To16) {
   EXPECT_GT(verified, 2000);
 }
 
-// All-to-all (pairwise exchange, in and out of place), gather and scatter: the direct family's
-// only, proved with one slot per channel (they stream: no per-peer size limit).
+// All-to-all (direct and the pairwise exchange, in and out of place), gather and scatter (the
+// direct family's only), proved with one slot per channel (they stream: no per-peer size limit).
 TEST(Schedule, ExchangeSchedulesAreCorrectForRanks1To16) {
   int verified = 0;
   for (Collective shape : {Collective::kAllToAll, Collective::kGather, Collective::kScatter}) {
     EXPECT_TRUE(familySupports(Algorithm::kOneShot, shape));
+    EXPECT_EQ(familySupports(Algorithm::kPairwise, shape), shape == Collective::kAllToAll);
     for (Algorithm other : {Algorithm::kRing, Algorithm::kChain, Algorithm::kTree, Algorithm::kHier})
       EXPECT_FALSE(familySupports(other, shape)) << algorithmName(other);
+    for (Algorithm family : {Algorithm::kOneShot, Algorithm::kPairwise}) {
+    if (!familySupports(family, shape)) continue;
     for (int n = 1; n <= 16; ++n) {
       for (size_t count : {size_t{1}, size_t{2}, size_t(n), size_t(2 * n + 1), size_t{37}}) {
         for (bool inPlace : {false, true}) {
           for (int root : {0, n - 1, n / 2}) {
             for (size_t perPiece : {size_t{0}, size_t{1}, size_t{3}}) {
               for (int slots : {1, 2}) {
-                ScheduleSpec spec{shape, Algorithm::kOneShot, n, count, root, 1, inPlace,
-                                  perPiece, {}};
+                ScheduleSpec spec{shape, family, n, count, root, 1, inPlace, perPiece, {}};
                 ASSERT_EQ(verifySchedule(spec, VerifyOptions{slots}), "");
                 ++verified;
               }
@@ -67,6 +69,7 @@ TEST(Schedule, ExchangeSchedulesAreCorrectForRanks1To16) {
           }
         }
       }
+    }
     }
   }
   EXPECT_GT(verified, 2000);
@@ -79,17 +82,25 @@ TEST(Verifier, CatchesAnAllToAllThatCannotStreamOrOverwritesItsInput) {
   std::vector<RankProgram> oneLane;
   for (int r = 0; r < 3; ++r) {
     RankProgram p = buildProgram(spec, r);
-    ASSERT_EQ(p.lanes.size(), 2u);
-    for (const Step& s : p.lanes[1].steps) p.lanes[0].steps.push_back(s);
-    p.lanes.pop_back();
-    oneLane.push_back(p);
+    ASSERT_GE(p.lanes.size(), 4u);  // direct: a lane per peer and direction
+    Lane sendsFirst;
+    for (bool sends : {true, false})
+      for (const Lane& lane : p.lanes)
+        for (const Step& s : lane.steps)
+          if ((s.prim == Prim::kRecv) != sends) sendsFirst.steps.push_back(s);
+    oneLane.push_back(RankProgram{{sendsFirst}});
   }
   EXPECT_NE(verifyPrograms(spec, oneLane).find("deadlock"), std::string::npos);
   ScheduleSpec inPlace = spec;
   inPlace.inPlace = true;
-  std::vector<RankProgram> outOfPlaceSteps;  // the streaming program run on one buffer
-  for (int r = 0; r < 3; ++r) outOfPlaceSteps.push_back(buildProgram(spec, r));
-  EXPECT_NE(verifyPrograms(inPlace, outOfPlaceSteps, VerifyOptions{1}), "");
+  for (Algorithm family : {Algorithm::kOneShot, Algorithm::kPairwise}) {
+    ScheduleSpec outOfPlace = spec;
+    outOfPlace.family = family;
+    std::vector<RankProgram> outOfPlaceSteps;  // the streaming program run on one buffer
+    for (int r = 0; r < 3; ++r) outOfPlaceSteps.push_back(buildProgram(outOfPlace, r));
+    EXPECT_NE(verifyPrograms(inPlace, outOfPlaceSteps, VerifyOptions{1}), "")
+        << algorithmName(family);
+  }
 }
 
 TEST(Schedule, UnsupportedFamilyIsRejected) {

@@ -23,6 +23,8 @@ bool allSupported(Algorithm family, Collective shape) {
     case Algorithm::kTree:
     case Algorithm::kHier:
       return shape == Collective::kAllReduce;
+    case Algorithm::kPairwise:
+      return shape == Collective::kAllToAll;
     case Algorithm::kSingleCopy:  // only where init found peer memory readable: not here
     case Algorithm::kRankOrder:   // only with BRAID_DETERMINISTIC
     case Algorithm::kAuto:
@@ -94,6 +96,51 @@ TEST(Tuner, OneNodeKeepsTodaysRuleAcrossSizes) {
         }
       }
     }
+  }
+}
+
+// All-to-all: direct on one node at every size; across nodes direct while blocks are small and
+// the pairwise exchange from 4 MiB per peer (incast); a forced family is kept, others refused.
+TEST(Tuner, AllToAllDirectOnOneNodePairwiseForLargeBlocksAcrossNodes) {
+  for (int n : {2, 4, 8, 16}) {
+    TunerConfig one = configFor(topology::uniformGraph(1, n));
+    for (size_t bytes = 8; bytes <= (size_t(1) << 30); bytes *= 4)
+      EXPECT_EQ(choose(one, Collective::kAllToAll, bytes * n).family, Algorithm::kOneShot)
+          << n << " ranks, " << bytes << " B per peer\n"
+          << explain(one, Collective::kAllToAll, bytes * n);
+  }
+  for (const auto& [nodes, perNode] : {std::pair{4, 1}, std::pair{2, 2}, std::pair{4, 4}}) {
+    TunerConfig many = configFor(topology::uniformGraph(nodes, perNode));
+    const int n = nodes * perNode;
+    EXPECT_EQ(choose(many, Collective::kAllToAll, size_t(8) * n).family, Algorithm::kOneShot);
+    EXPECT_EQ(choose(many, Collective::kAllToAll, size_t(4 << 10) * n).family,
+              Algorithm::kOneShot);
+    EXPECT_EQ(choose(many, Collective::kAllToAll, size_t(1 << 20) * n).family,
+              Algorithm::kOneShot)
+        << explain(many, Collective::kAllToAll, size_t(1 << 20) * n);
+    for (size_t perPeer : {size_t(4) << 20, size_t(64) << 20}) {
+      const std::string why = explain(many, Collective::kAllToAll, perPeer * n);
+      EXPECT_EQ(choose(many, Collective::kAllToAll, perPeer * n).family, Algorithm::kPairwise)
+          << why;
+      EXPECT_NE(why.find("pairwise"), std::string::npos) << why;
+      EXPECT_NE(why.find("oneshot"), std::string::npos) << why;
+    }
+    many.forced = Algorithm::kOneShot;
+    EXPECT_EQ(choose(many, Collective::kAllToAll, size_t(64 << 20) * n).family,
+              Algorithm::kOneShot);
+  }
+  TunerConfig c = configFor(topology::uniformGraph(1, 4));
+  c.forced = Algorithm::kPairwise;
+  EXPECT_EQ(choose(c, Collective::kAllToAll, 64).family, Algorithm::kPairwise);
+  EXPECT_THROW(choose(c, Collective::kGather, 64), Error);
+  c.forced = Algorithm::kRing;
+  try {
+    choose(c, Collective::kAllToAll, 64);
+    ADD_FAILURE() << "ring ran an all-to-all";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("choose one of: auto, oneshot, pairwise"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -167,6 +167,21 @@ class ClusterTest(unittest.TestCase):
         tool("down", "--name", self.name)
         self.assertGone()
 
+    def test_queue_ms(self):
+        # --queue-ms bounds each shaped port's backlog (tbf's latency): a shallow-buffer switch.
+        out = tool("up", "--hosts", "2", "--name", self.name, "--rate", "1gbit", "--queue-ms",
+                   "1").stdout
+        self.assertIn("1 ms queues", out)
+        for ns, dev in ((f"{self.name}-h1", "eth0"), (f"{self.name}-sw", "p0")):
+            qdisc = in_ns(ns, "tc", "qdisc", "show", "dev", dev).stdout
+            self.assertIn("lat 1ms", qdisc)
+        tool("down", "--name", self.name)
+        self.assertGone()
+        r = tool("up", "--hosts", "2", "--name", self.name, "--queue-ms", "0", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--queue-ms must be between", r.stderr)
+        self.assertGone()
+
     def roundTripsMs(self, ns, addr, n=5):
         """Round trips h0 -> addr: the time a connect to a closed port takes to be refused."""
         code = ("import socket,time\nfor i in range(%d):\n t=time.monotonic()\n try:\n"

@@ -12,6 +12,7 @@ from .ranks import DEFAULT_MASTER_PORT, rank_procs
 USAGE = """braid-cluster: a simulated multi-host cluster on one machine (network namespaces).
 
   braid-cluster up --hosts H [--rate 1gbit] [--delay-ms D] [--loss-pct P] [--mtu M]
+                   [--queue-ms Q]
                    [--name PREFIX] [--subnet 10.213.0]
   braid-cluster down [--name PREFIX]
   braid-cluster list
@@ -56,6 +57,10 @@ def _add_cluster_args(p, hosts_required):
     p.add_argument("--loss-pct", type=float, default=0.0,
                    help="share of frames the switch drops at random (userspace switch)")
     p.add_argument("--mtu", type=int, default=None, help="MTU of the host links (default 1500)")
+    p.add_argument("--queue-ms", type=float, default=netns.SWITCH_QUEUE_MS,
+                   help="backlog a shaped port holds before it drops, in ms at --rate (default "
+                        "25; 1 is a switch with shallow buffers, where flows converging on one "
+                        "port see incast drops)")
     p.add_argument("--subnet", default=netns.DEFAULT_SUBNET,
                    help="first three octets of the private /24 (default 10.213.0)")
     p.add_argument("--reuse", action="store_true",
@@ -127,7 +132,7 @@ def _with_cluster(args, body):
             netns.check_free(args.name)
             made = True  # from here on, what exists under this name is ours to remove
             cluster = netns.up(args.name, args.hosts, args.rate, args.subnet, args.delay_ms,
-                               args.loss_pct, args.mtu)
+                               args.loss_pct, args.mtu, args.queue_ms)
         return body(cluster)
     except Interrupted as e:
         print(f"braid-cluster: {e}; tearing down", file=sys.stderr)
@@ -201,7 +206,7 @@ def main(argv=None):
             _handle_signals(_raise_interrupted)
             try:
                 cluster = netns.up(args.name, args.hosts, args.rate, args.subnet,
-                                   args.delay_ms, args.loss_pct, args.mtu)
+                                   args.delay_ms, args.loss_pct, args.mtu, args.queue_ms)
             except Interrupted as e:
                 print(f"braid-cluster: {e}; removed the half-made cluster", file=sys.stderr)
                 return 128 + e.sig

@@ -21,7 +21,7 @@ STATE_DIR = "/run/braid-cluster"
 DEFAULT_NAME = "braid"
 DEFAULT_SUBNET = "10.213.0"  # hosts get .1, .2, ...; a /24 unlikely to clash with real networks
 HOST_IF = "eth0"  # the host's end of its link, inside the host namespace
-SWITCH_QUEUE_MS = 25.0  # backlog a shaped port may hold before it drops (tbf's `latency` too)
+SWITCH_QUEUE_MS = 25.0  # default backlog a shaped port holds before it drops (tbf's `latency` too)
 SWITCH_START_SECONDS = 10.0
 BRIDGE = "br0"  # inside the switch namespace
 MAX_HOSTS = 200
@@ -100,8 +100,9 @@ class Cluster:
     """A cluster that is up: its name, subnet, host namespaces and addresses."""
 
     def __init__(self, name, hosts, subnet=DEFAULT_SUBNET, rate=None, delay_ms=0.0, loss_pct=0.0,
-                 mtu=None):
+                 mtu=None, queue_ms=SWITCH_QUEUE_MS):
         self.name = name
+        self.queue_ms = queue_ms
         self.hosts = hosts
         self.subnet = subnet
         self.rate = rate
@@ -136,6 +137,7 @@ class Cluster:
     def to_json(self):
         return {"name": self.name, "hosts": self.hosts, "subnet": self.subnet, "rate": self.rate,
                 "delay_ms": self.delay_ms, "loss_pct": self.loss_pct, "mtu": self.mtu,
+                "queue_ms": self.queue_ms,
                 "namespaces": [self.ns(i) for i in range(self.hosts)],
                 "addresses": [self.address(i) for i in range(self.hosts)],
                 "switch": switch_ns(self.name)}
@@ -148,6 +150,8 @@ class Cluster:
             shaped += f", {self.loss_pct:g}% frame loss"
         if self.mtu:
             shaped += f", mtu {self.mtu}"
+        if self.rate and self.queue_ms != SWITCH_QUEUE_MS:
+            shaped += f", {self.queue_ms:g} ms queues"
         lines = [f"cluster '{self.name}': {self.hosts} hosts on {self.cidr}{shaped}"]
         for i in range(self.hosts):
             lines.append(f"  h{i}  {self.address(i):<15}  netns {self.ns(i)}")
@@ -164,7 +168,8 @@ def load(name):
         raise ClusterError(f"cluster '{name}' is not up (start it with: braid-cluster up "
                            f"--name {name} --hosts H)") from None
     cluster = Cluster(name, int(data["hosts"]), data["subnet"], data.get("rate"),
-                      data.get("delay_ms", 0.0), data.get("loss_pct", 0.0), data.get("mtu"))
+                      data.get("delay_ms", 0.0), data.get("loss_pct", 0.0), data.get("mtu"),
+                      data.get("queue_ms", SWITCH_QUEUE_MS))
     missing = [cluster.ns(i) for i in range(cluster.hosts)
                if cluster.ns(i) not in list_namespaces()]
     if missing:
@@ -184,16 +189,18 @@ def check_free(name):
                            f"run: braid-cluster down --name {name}")
 
 
-def _shape(ns, dev, bits):
+def _shape(ns, dev, bits, queue_ms):
     # tbf: `burst` bytes may pass at line speed; 1 ms worth of the rate (at least 16 KiB so a
     # few full-size frames fit) keeps the rate accurate without starving TCP. `latency` bounds
-    # the queue (25 ms) so TCP sees drops instead of unbounded delay.
+    # the queue (25 ms unless --queue-ms) so TCP sees drops instead of unbounded delay; a short
+    # queue is a switch with shallow port buffers, where flows converging on one port drop.
     burst = max(bits // 8 // 1000, 16 * 1024)
     _ip("tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{bits}bit",
-        "burst", str(burst), "latency", "25ms")
+        "burst", str(burst), "latency", f"{queue_ms:g}ms")
 
 
-def up(name, hosts, rate=None, subnet=DEFAULT_SUBNET, delay_ms=0.0, loss_pct=0.0, mtu=None):
+def up(name, hosts, rate=None, subnet=DEFAULT_SUBNET, delay_ms=0.0, loss_pct=0.0, mtu=None,
+       queue_ms=SWITCH_QUEUE_MS):
     """Creates cluster `name` with `hosts` hosts; returns the Cluster. Refuses when the name is
     in use; removes what it made when a step fails. With delay_ms or loss_pct the hosts hang
     off a userspace switch (tapswitch.py) instead of a kernel bridge."""
@@ -208,9 +215,11 @@ def up(name, hosts, rate=None, subnet=DEFAULT_SUBNET, delay_ms=0.0, loss_pct=0.0
         raise ClusterError(f"--loss-pct must be in [0, 100), got {loss_pct:g}")
     if mtu is not None and not 576 <= mtu <= 65000:
         raise ClusterError(f"--mtu must be between 576 and 65000, got {mtu}")
+    if not 0.1 <= queue_ms <= 1000:
+        raise ClusterError(f"--queue-ms must be between 0.1 and 1000, got {queue_ms:g}")
     bits = ratemod.parse_rate(rate) if rate else None
     check_free(name)
-    cluster = Cluster(name, hosts, subnet, rate, delay_ms, loss_pct, mtu)
+    cluster = Cluster(name, hosts, subnet, rate, delay_ms, loss_pct, mtu, queue_ms)
     os.makedirs(STATE_DIR, exist_ok=True)
     # The state file goes first so that `down` finds a half-made cluster too.
     with open(state_path(name), "w") as f:
@@ -233,7 +242,7 @@ def up(name, hosts, rate=None, subnet=DEFAULT_SUBNET, delay_ms=0.0, loss_pct=0.0
             _ip("ip", "-n", ns, "addr", "add", f"{cluster.address(i)}/24", "dev", HOST_IF)
             _ip("ip", "-n", ns, "link", "set", HOST_IF, "up")
             if bits:
-                _shape(ns, HOST_IF, bits)  # host -> switch
+                _shape(ns, HOST_IF, bits, cluster.queue_ms)  # host -> switch
         _wait_links(cluster)
     except BaseException:
         down(name, quiet=True)
@@ -256,7 +265,7 @@ def _links_via_bridge(cluster, bits):
         _ip("ip", "-n", sw, "link", "set", port, "master", BRIDGE)
         _ip("ip", "-n", sw, "link", "set", port, "up")
         if bits:
-            _shape(sw, port, bits)  # switch -> host
+            _shape(sw, port, bits, cluster.queue_ms)  # switch -> host
 
 
 def _links_via_tapswitch(cluster, bits):
@@ -269,7 +278,7 @@ def _links_via_tapswitch(cluster, bits):
     with log:
         proc = subprocess.Popen(
             ["ip", "netns", "exec", sw, sys.executable, script, str(cluster.hosts),
-             str(cluster.delay_ms), str(bits or 0), str(cluster.loss_pct), str(SWITCH_QUEUE_MS)],
+             str(cluster.delay_ms), str(bits or 0), str(cluster.loss_pct), str(cluster.queue_ms)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
             start_new_session=True)
     ready, _, _ = select.select([proc.stdout], [], [], SWITCH_START_SECONDS)
