@@ -663,27 +663,6 @@ OpDesc make(Collective coll, const void* in, void* out, size_t count, DataType t
   d.root = root;
   return d;
 }
-// allToAllv: the arrays copied into the op's layout (size entries each); count = elements sent.
-OpDesc makeAllToAllv(const void* in, const size_t* sendCounts, const size_t* sendDispls, void* out,
-                     const size_t* recvCounts, const size_t* recvDispls, DataType type, int rank,
-                     int size) {
-  OpDesc d = make(Collective::kAllToAllv, in, out, 0, type, RedOp::kSum, -1);
-  auto layout = std::make_shared<comm::PeerLayout>();
-  const size_t n = size_t(size);
-  for (const size_t* a : {sendCounts, sendDispls, recvCounts, recvDispls}) {
-    BRAID_ENFORCE(a != nullptr, ErrorCode::kInvalidUsage,
-                  "rank {}: alltoallv: a counts or displacements array is null (each needs {} "
-                  "entries, one per rank)",
-                  rank, n);
-  }
-  layout->sendCounts.assign(sendCounts, sendCounts + n);
-  layout->sendDispls.assign(sendDispls, sendDispls + n);
-  layout->recvCounts.assign(recvCounts, recvCounts + n);
-  layout->recvDispls.assign(recvDispls, recvDispls + n);
-  for (size_t c : layout->sendCounts) d.count += c;  // validateOp checks what overflows
-  d.layout = std::move(layout);
-  return d;
-}
 }  // namespace
 
 void Communicator::allReduce(const void* s, void* r, size_t n, DataType t, RedOp op) {
@@ -706,7 +685,7 @@ void Communicator::allToAll(const void* s, void* r, size_t n, DataType t) {
 }
 void Communicator::allToAllv(const void* s, const size_t* sc, const size_t* sd, void* r,
                              const size_t* rc, const size_t* rd, DataType t) {
-  state_->runBlocking(makeAllToAllv(s, sc, sd, r, rc, rd, t, rank(), size()));
+  state_->runBlocking(comm::allToAllvOp(s, sc, sd, r, rc, rd, t, rank(), size()));
 }
 void Communicator::gather(const void* s, void* r, size_t n, DataType t, int root) {
   state_->runBlocking(make(Collective::kGather, s, r, n, t, RedOp::kSum, root));
@@ -746,7 +725,7 @@ Request Communicator::allToAllAsync(const void* s, void* r, size_t n, DataType t
 }
 Request Communicator::allToAllvAsync(const void* s, const size_t* sc, const size_t* sd, void* r,
                                      const size_t* rc, const size_t* rd, DataType t) {
-  return state_->submit(makeAllToAllv(s, sc, sd, r, rc, rd, t, rank(), size()));
+  return state_->submit(comm::allToAllvOp(s, sc, sd, r, rc, rd, t, rank(), size()));
 }
 Request Communicator::gatherAsync(const void* s, void* r, size_t n, DataType t, int root) {
   return state_->submit(make(Collective::kGather, s, r, n, t, RedOp::kSum, root));

@@ -1,6 +1,7 @@
 #include "comm/detail/op_plan.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "comm/detail/op_rules.h"
 #include "common/error.h"
@@ -53,6 +54,31 @@ bool layoutExtents(const PeerLayout& layout, size_t* inCount, size_t* outCount) 
   };
   return extent(layout.sendCounts, layout.sendDispls, inCount) &&
          extent(layout.recvCounts, layout.recvDispls, outCount);
+}
+
+OpDesc allToAllvOp(const void* in, const size_t* sendCounts, const size_t* sendDispls, void* out,
+                   const size_t* recvCounts, const size_t* recvDispls, DataType type, int rank,
+                   int size) {
+  OpDesc d;
+  d.coll = Collective::kAllToAllv;
+  d.input = in;
+  d.output = out;
+  d.dtype = type;
+  auto layout = std::make_shared<PeerLayout>();
+  const size_t n = size_t(size);
+  for (const size_t* a : {sendCounts, sendDispls, recvCounts, recvDispls}) {
+    BRAID_ENFORCE(a != nullptr, ErrorCode::kInvalidUsage,
+                  "rank {}: alltoallv: a counts or displacements array is null (each needs {} "
+                  "entries, one per rank)",
+                  rank, n);
+  }
+  layout->sendCounts.assign(sendCounts, sendCounts + n);
+  layout->sendDispls.assign(sendDispls, sendDispls + n);
+  layout->recvCounts.assign(recvCounts, recvCounts + n);
+  layout->recvDispls.assign(recvDispls, recvDispls + n);
+  for (size_t c : layout->sendCounts) d.count += c;  // validateOp checks what overflows
+  d.layout = std::move(layout);
+  return d;
 }
 
 bool readsInput(const OpDesc& d, int rank) {

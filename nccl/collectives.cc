@@ -194,27 +194,28 @@ BRAID_NCCL_ALIAS(ncclAllGather)
 
 namespace {
 
-/// All-to-all, gather and scatter: host buffers only (DeviceCommunicator has none yet). Checks
-/// the root (root >= 0) and the buffers this rank uses (`sendCount`/`recvCount` elements of
-/// comm's rank count and root; 0 where it uses none), then submits post(communicator, type).
-ncclResult_t hostOnly(const char* call, const void* sendbuff, void* recvbuff,
+/// All-to-all, gather and scatter. Checks the root (root >= 0) and the buffers this rank uses
+/// (`sendCount`/`recvCount` elements of comm's rank count and root; 0 where it uses none), then
+/// submits post(communicator, type) for host buffers or enqueue(device communicator, type,
+/// stream) for device ones.
+ncclResult_t exchange(const char* call, const void* sendbuff, void* recvbuff,
                       ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream,
                       const std::function<size_t(int size, bool atRoot)>& sendCount,
                       const std::function<size_t(int size, bool atRoot)>& recvCount,
-                      std::function<Request(Communicator&, DataType)> post) {
+                      std::function<Request(Communicator&, DataType)> post,
+                      std::function<void(DeviceCommunicator&, DataType, CudaStream)> enqueue) {
   return guard([&] {
     Op o = prepare(comm, call, sendbuff, recvbuff, stream);
     const DataType t = dataTypeOf(datatype, o.call);
-    BRAID_ENFORCE(!o.onDevice, braid::ErrorCode::kInvalidUsage,
-                  "rank {}: {}: device buffers are not implemented by braid for this call (host "
-                  "buffers with stream NULL only)",
-                  o.comm->settings.rank, o.call);
     if (root >= 0) checkRoot(o, root, "root");
     const int size = o.comm->settings.size;
     const bool atRoot = o.comm->settings.rank == root;
     checkBuffer(o, sendbuff, sendCount(size, atRoot), atRoot ? "sendbuff (root)" : "sendbuff");
     checkBuffer(o, recvbuff, recvCount(size, atRoot), atRoot ? "recvbuff (root)" : "recvbuff");
     o.postHost = [post = std::move(post), t](Communicator& c) { return post(c, t); };
+    o.enqueueDevice = [enqueue = std::move(enqueue), t](DeviceCommunicator& d, CudaStream s) {
+      enqueue(d, t, s);
+    };
     submit(std::move(o));
   });
 }
@@ -225,10 +226,12 @@ extern "C" ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_
                                      ncclDataType_t datatype, ncclComm_t comm,
                                      cudaStream_t stream) {
   auto all = [count](int size, bool) { return count * size_t(size); };
-  return hostOnly("ncclAlltoAll", sendbuff, recvbuff, datatype, -1, comm, stream, all, all,
-                  [=](Communicator& c, DataType t) {
-                    return c.allToAllAsync(sendbuff, recvbuff, count, t);
-                  });
+  return exchange(
+      "ncclAlltoAll", sendbuff, recvbuff, datatype, -1, comm, stream, all, all,
+      [=](Communicator& c, DataType t) { return c.allToAllAsync(sendbuff, recvbuff, count, t); },
+      [=](DeviceCommunicator& d, DataType t, CudaStream s) {
+        d.allToAll(sendbuff, recvbuff, count, t, s);
+      });
 }
 BRAID_NCCL_ALIAS(ncclAlltoAll)
 
@@ -242,12 +245,20 @@ ncclResult_t rooted(bool scatter, const void* sendbuff, void* recvbuff, size_t c
   const Count rootOnly = [count](int size, bool atRoot) {
     return atRoot ? count * size_t(size) : 0;
   };
-  return hostOnly(scatter ? "ncclScatter" : "ncclGather", sendbuff, recvbuff, datatype, root,
-                  comm, stream, scatter ? rootOnly : own, scatter ? own : rootOnly,
-                  [=](Communicator& c, DataType t) {
-                    return scatter ? c.scatterAsync(sendbuff, recvbuff, count, t, root)
-                                   : c.gatherAsync(sendbuff, recvbuff, count, t, root);
-                  });
+  return exchange(
+      scatter ? "ncclScatter" : "ncclGather", sendbuff, recvbuff, datatype, root, comm, stream,
+      scatter ? rootOnly : own, scatter ? own : rootOnly,
+      [=](Communicator& c, DataType t) {
+        return scatter ? c.scatterAsync(sendbuff, recvbuff, count, t, root)
+                       : c.gatherAsync(sendbuff, recvbuff, count, t, root);
+      },
+      [=](DeviceCommunicator& d, DataType t, CudaStream s) {
+        if (scatter) {
+          d.scatter(sendbuff, recvbuff, count, t, root, s);
+        } else {
+          d.gather(sendbuff, recvbuff, count, t, root, s);
+        }
+      });
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ struct OpDesc {
       nullptr;  ///< allToAllv: this rank's counts and displacements
 };
 
+/// allToAllv's op: the four arrays (`size` entries each) copied into its layout; count = the
+/// elements this rank sends. Throws kInvalidUsage naming the rank when an array is null.
+OpDesc allToAllvOp(const void* in, const size_t* sendCounts, const size_t* sendDispls, void* out,
+                   const size_t* recvCounts, const size_t* recvDispls, DataType type, int rank,
+                   int size);
+
 /// allToAllv's buffer extents in elements (the furthest end of any block; 0 when all counts are
 /// 0). False when an end overflows.
 bool layoutExtents(const PeerLayout& layout, size_t* inCount, size_t* outCount);

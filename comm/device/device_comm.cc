@@ -202,6 +202,27 @@ void DeviceCommunicator::send(const void* buf, size_t count, DataType type, int 
 void DeviceCommunicator::recv(void* buf, size_t count, DataType type, int peer, CudaStream stream) {
   state_->enqueue({Collective::kRecv, nullptr, buf, count, type, RedOp::kSum, peer, 0}, stream);
 }
+void DeviceCommunicator::allToAll(const void* send, void* recv, size_t count, DataType type,
+                                  CudaStream stream) {
+  state_->enqueue({Collective::kAllToAll, send, recv, count, type, RedOp::kSum, -1, 0}, stream);
+}
+void DeviceCommunicator::allToAllv(const void* send, const size_t* sendCounts,
+                                   const size_t* sendDispls, void* recv, const size_t* recvCounts,
+                                   const size_t* recvDispls, DataType type, CudaStream stream) {
+  state_->enqueue(comm::allToAllvOp(send, sendCounts, sendDispls, recv, recvCounts, recvDispls,
+                                    type, rank(), size()),
+                  stream);
+}
+void DeviceCommunicator::gather(const void* send, void* recv, size_t sendCount, DataType type,
+                                int root, CudaStream stream) {
+  state_->enqueue({Collective::kGather, send, recv, sendCount, type, RedOp::kSum, root, 0},
+                  stream);
+}
+void DeviceCommunicator::scatter(const void* send, void* recv, size_t recvCount, DataType type,
+                                 int root, CudaStream stream) {
+  state_->enqueue({Collective::kScatter, send, recv, recvCount, type, RedOp::kSum, root, 0},
+                  stream);
+}
 
 ErrorCode DeviceCommunicator::asyncError() const {
   std::lock_guard<std::mutex> lock(state_->core->errorMutex);

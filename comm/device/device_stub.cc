@@ -48,6 +48,19 @@ void DeviceCommunicator::reduce(const void*, void*, size_t, DataType, RedOp, int
 }
 void DeviceCommunicator::send(const void*, size_t, DataType, int, CudaStream) { noDevice("send"); }
 void DeviceCommunicator::recv(void*, size_t, DataType, int, CudaStream) { noDevice("recv"); }
+void DeviceCommunicator::allToAll(const void*, void*, size_t, DataType, CudaStream) {
+  noDevice("allToAll");
+}
+void DeviceCommunicator::allToAllv(const void*, const size_t*, const size_t*, void*, const size_t*,
+                                   const size_t*, DataType, CudaStream) {
+  noDevice("allToAllv");
+}
+void DeviceCommunicator::gather(const void*, void*, size_t, DataType, int, CudaStream) {
+  noDevice("gather");
+}
+void DeviceCommunicator::scatter(const void*, void*, size_t, DataType, int, CudaStream) {
+  noDevice("scatter");
+}
 ErrorCode DeviceCommunicator::asyncError() const { noDevice("asyncError"); }
 void DeviceCommunicator::checkAsyncError() const { noDevice("checkAsyncError"); }
 void DeviceCommunicator::synchronize() { noDevice("synchronize"); }

@@ -257,6 +257,16 @@ class DeviceCommunicator {
               CudaStream stream);
   void send(const void* buf, size_t count, DataType type, int peer, CudaStream stream);
   void recv(void* buf, size_t count, DataType type, int peer, CudaStream stream);
+  /// All-to-all, allToAllv (counts and displacements are host arrays of size() entries, read
+  /// during the call), gather and scatter, as Communicator's.
+  void allToAll(const void* send, void* recv, size_t count, DataType type, CudaStream stream);
+  void allToAllv(const void* send, const size_t* sendCounts, const size_t* sendDispls, void* recv,
+                 const size_t* recvCounts, const size_t* recvDispls, DataType type,
+                 CudaStream stream);
+  void gather(const void* send, void* recv, size_t sendCount, DataType type, int root,
+              CudaStream stream);
+  void scatter(const void* send, void* recv, size_t recvCount, DataType type, int root,
+               CudaStream stream);
 
   /// The first error of an enqueued collective (kOk when none); never blocks.
   ErrorCode asyncError() const;

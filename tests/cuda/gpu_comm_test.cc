@@ -8,6 +8,7 @@
 
 #include "tests/kit/communicators.h"
 #include "tests/cuda/collective_check.h"
+#include "tests/cuda/device_case.h"
 #include "tests/cuda/gpu_util.h"
 
 namespace braid {
@@ -58,6 +59,28 @@ INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, DeviceThreads,
                                            Case{2, Algorithm::kOneShot}, Case{3, Algorithm::kRing},
                                            Case{3, Algorithm::kOneShot}, Case{4, Algorithm::kAuto},
                                            Case{5, Algorithm::kRing}, Case{8, Algorithm::kAuto}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::to_string(info.param.ranks) + "ranks_" +
+                                  algorithmName(info.param.algo);
+                         });
+
+// All-to-all (both schedules), allToAllv, gather and scatter on device buffers.
+class DeviceExchanges : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeviceExchanges, EveryTypeCountAndPlacementMatchesTheReference) {
+  BRAID_REQUIRE_GPU();
+  const Case c = GetParam();
+  runDeviceRanks(c.ranks, c.algo, [&](DeviceCommunicator& dc) {
+    EXPECT_EQ(cudatest::checkDeviceExchanges(dc), "");
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, DeviceExchanges,
+                         ::testing::Values(Case{1, Algorithm::kAuto}, Case{2, Algorithm::kAuto},
+                                           Case{3, Algorithm::kOneShot},
+                                           Case{3, Algorithm::kPairwise},
+                                           Case{4, Algorithm::kAuto},
+                                           Case{5, Algorithm::kPairwise}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::to_string(info.param.ranks) + "ranks_" +
                                   algorithmName(info.param.algo);

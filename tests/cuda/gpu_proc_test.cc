@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/cuda/collective_check.h"
+#include "tests/cuda/device_case.h"
 #include "tests/cuda/gpu_util.h"
 #include "tests/kit/processes.h"
 #include "tests/support/skip.h"
@@ -79,7 +80,8 @@ TEST_P(DeviceProcesses, EveryCollectiveTypeAndOpMatchesTheReference) {
   if (!gpuInAChild()) BRAID_SKIP_NO_DEVICE("no CUDA device");
   runProcesses(GetParam(), [](DeviceCommunicator& dc) {
     return cudatest::checkDeviceCollectives(dc, {1, 1001}, true) +
-           cudatest::checkDeviceCollectives(dc, {300007}, false);
+           cudatest::checkDeviceCollectives(dc, {300007}, false) +
+           cudatest::checkDeviceExchanges(dc);
   });
 }
 

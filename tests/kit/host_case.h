@@ -57,13 +57,17 @@ inline void callCollective(Communicator& comm, Collective coll, const void* send
   }
 }
 
-/// Runs one case on rank r of n through `call(send, recv)` (which runs c.coll with c's count,
-/// type, op and root on whatever API is under test). In place, the data starts where the API
+/// Runs one case on rank r of n through `call(in, out, send, recv)`, which runs c.coll with c's
+/// count, type, op and root on whatever API is under test, reading `send` and writing `recv`:
+/// both point into the host buffers `in` and `out` (an API on device memory copies both buffers
+/// there, maps the two pointers, and copies both back). In place, the data starts where the API
 /// says the result goes (reduceScatter and scatter: recv = send + rank's block; allGather and
 /// gather: send = recv + rank's block; the others, allToAll too: recv = send). Returns "" or
 /// what was wrong: rank, case, the first bad element, its bytes and the reference's.
-inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
-                               const std::function<void(const void*, void*)>& call) {
+inline std::string runCaseOn(
+    int r, int n, const CollectiveCase& c,
+    const std::function<void(std::vector<char>& in, std::vector<char>& out, const void* send,
+                             void* recv)>& call) {
   const size_t elem = dataTypeSize(c.type);
   const size_t outCount = outputCount(c.coll, c.count, n);
   std::vector<char> in = rankInput(c.coll, c.type, c.op, c.count, n, r);
@@ -83,7 +87,7 @@ inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
       recv = in.data();
     }
   }
-  call(send, recv);
+  call(in, out, send, recv);
   if (rootOnlyResult(c.coll) && r != c.root) return "";
   const long bad = firstMismatch(recv, want.data(), outCount, elem);
   if (bad < 0) return "";
@@ -91,6 +95,13 @@ inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
   std::memcpy(&got, static_cast<char*>(recv) + size_t(bad) * elem, elem);
   std::memcpy(&exp, want.data() + size_t(bad) * elem, elem);
   return fmt::format("rank {}: {}: element {} is 0x{:x}, want 0x{:x}", r, c.name(), bad, got, exp);
+}
+
+/// runCaseOn for an API on host buffers: `call(send, recv)`.
+inline std::string runCaseWith(int r, int n, const CollectiveCase& c,
+                               const std::function<void(const void*, void*)>& call) {
+  return runCaseOn(r, n, c, [&](std::vector<char>&, std::vector<char>&, const void* send,
+                                void* recv) { call(send, recv); });
 }
 
 /// runCaseWith on a braid Communicator.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/kit/host_case.h"
+#include "tests/nccl/nccl_cases.h"
 #include "tests/nccl/nccl_ranks.h"
 
 namespace braid {
@@ -17,47 +18,9 @@ namespace {
 using nccltest::idPath;
 using nccltest::initRank;
 using testing::ChildIo;
+using nccltest::callNccl;
+using nccltest::casesFor;
 using testing::CollectiveCase;
-
-ncclResult_t callNccl(ncclComm_t comm, const CollectiveCase& c, const void* send, void* recv) {
-  const auto t = static_cast<ncclDataType_t>(c.type);
-  const auto op = static_cast<ncclRedOp_t>(c.op);
-  switch (c.coll) {
-    case Collective::kAllReduce:
-      return ncclAllReduce(send, recv, c.count, t, op, comm, nullptr);
-    case Collective::kReduceScatter:
-      return ncclReduceScatter(send, recv, c.count, t, op, comm, nullptr);
-    case Collective::kAllGather:
-      return ncclAllGather(send, recv, c.count, t, comm, nullptr);
-    case Collective::kBroadcast:
-      return ncclBroadcast(send, recv, c.count, t, c.root, comm, nullptr);
-    case Collective::kAllToAll:
-      return ncclAlltoAll(send, recv, c.count, t, comm, nullptr);
-    case Collective::kGather:
-      return ncclGather(send, recv, c.count, t, c.root, comm, nullptr);
-    case Collective::kScatter:
-      return ncclScatter(send, recv, c.count, t, c.root, comm, nullptr);
-    default:
-      return ncclReduce(send, recv, c.count, t, op, c.root, comm, nullptr);
-  }
-}
-
-std::vector<CollectiveCase> casesFor(int n, const std::vector<DataType>& types,
-                                     const std::vector<RedOp>& ops) {
-  std::vector<Collective> colls(std::begin(testing::kScheduledCollectives),
-                                std::end(testing::kScheduledCollectives));
-  colls.insert(colls.end(), std::begin(testing::kExchangeCollectives),
-               std::end(testing::kExchangeCollectives));
-  std::vector<CollectiveCase> cases;
-  for (Collective coll : colls)
-    for (DataType t : types)
-      for (RedOp op : ops) {
-        if (!reduces(coll) && op != RedOp::kSum) continue;
-        for (size_t count : {size_t(0), size_t(1), size_t(13), size_t(1031)})
-          for (bool inPlace : {false, true}) cases.push_back({coll, t, op, count, inPlace, n - 1});
-      }
-  return cases;
-}
 
 void runMatrix(int n, const std::vector<CollectiveCase>& cases) {
   const std::string path = idPath();

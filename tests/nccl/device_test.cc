@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "tests/cuda/device_case.h"
+#include "tests/nccl/nccl_cases.h"
 #include "tests/nccl/nccl_ranks.h"
 #include "tests/support/skip.h"
 
@@ -66,6 +68,30 @@ TEST(NcclDevice, AllReduceAndSendRecvTwoRanksOnOneGpu) {
     NCCL_CHECK(ncclCommDestroy(comm));
     cudaFree(dev);
     return async == ncclSuccess ? testing::kChildOk : testing::kChildCheckFailed;
+  });
+}
+
+// Every collective (all-to-all, gather and scatter too) on device buffers, stream-ordered: every
+// type, the ops, counts 0, 1 and primes, in place and out of place, against the kit's reference.
+TEST(NcclDevice, EveryCollectiveOnDeviceBuffersMatchesTheReference) {
+  NCCL_ON_ONE_GPU([](int rank, ChildIo& io, ncclComm_t comm) {
+    cudaStream_t stream;
+    if (cudaStreamCreate(&stream) != cudaSuccess) return testing::kChildUnexpected;
+    const std::vector<DataType> types(std::begin(testing::kAllTypes), std::end(testing::kAllTypes));
+    const std::vector<RedOp> ops(std::begin(testing::kAllOps), std::end(testing::kAllOps));
+    cudatest::DeviceScratch scratch(1031 * 2 * 8 + 64);
+    for (const testing::CollectiveCase& c : nccltest::casesFor(2, types, ops)) {
+      const std::string wrong = cudatest::runCaseOnDevice(
+          rank, 2, c, scratch, stream, [&](const void* send, void* recv) {
+            nccltest::check(nccltest::callNccl(comm, c, send, recv, stream), c.name().c_str());
+          });
+      if (!wrong.empty()) {
+        io.say("wrong", wrong);
+        return testing::kChildWrongData;
+      }
+    }
+    NCCL_CHECK(ncclCommDestroy(comm));
+    return testing::kChildOk;
   });
 }
 
