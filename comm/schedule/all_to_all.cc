@@ -122,9 +122,10 @@ RankProgram buildDirectAllToAll(const ScheduleSpec& spec, int rank) {
     program.lanes.push_back(Lane{{sendTo(split, (rank + k) % n)}});
     program.lanes.push_back(Lane{{recvFrom(split, (rank - k + n) % n)}});
   }
-  Lane own;
-  copyOwn(split, rank, &own);
-  if (!own.steps.empty()) program.lanes.push_back(std::move(own));
+  // The own block's copy after the first send, on its lane: one lane fewer to sweep.
+  if (program.lanes.empty()) program.lanes.emplace_back();
+  copyOwn(split, rank, &program.lanes.front());
+  if (program.lanes.front().steps.empty()) program.lanes.clear();
   return program;
 }
 
