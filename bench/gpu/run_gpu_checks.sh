@@ -7,7 +7,8 @@
 #      over cuda_ipc;
 #   2. compute-sanitizer (memcheck, racecheck) over small all-reduces and the kernels;
 #   3. the reduce-copy kernel's GB/s vs cudaMemcpy D2D at 256 MiB float32 and bfloat16;
-#   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU;
+#   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU, and
+#      alltoall_perf --device cuda -b 8 -e 256M -f 16 with 2 ranks;
 #   5. braid_torch built against the machine's PyTorch (needs DEPS, below) and its tests run;
 #   6. the machine: nvidia-smi, ibv_devices, compilers.
 # Usage: bench/gpu/run_gpu_checks.sh [BUILD_OR_BIN] [OUT_DIR] [DEPS]   (from the repository root)
@@ -28,7 +29,7 @@ failed=()
 SRC=$(pwd)
 
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf braidrun nccl_device_test)
+  all_reduce_perf alltoall_perf braidrun nccl_device_test)
 if [ -x "$BIN/cuda_gpu_test" ]; then
   export LD_LIBRARY_PATH="$(cd "$BIN" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
@@ -131,7 +132,8 @@ conformance_cases() {
 export -f conformance_cases; export CONF_TEST
 bg conformance-cuda-ipc 90 bash -c conformance_cases
 bg kernels-validate-all 60 "$KBENCH" --bytes 16M --iters 3 --types all --ops all
-# 5 (the NCCL API on device buffers): all-reduce, send/recv, PreMulSum, 2 ranks on the GPU.
+# 5 (the NCCL API on device buffers): every collective (all-to-all, gather, scatter too),
+# send/recv, PreMulSum, 2 ranks on the GPU.
 bg nccl-device 90 "$(bin nccl_device_test)"
 wait_fg() { while [ "$(jobs -r | wc -l)" -gt "$1" ]; do sleep 1; done; }
 wait_fg 1   # all but the torch build
@@ -141,6 +143,7 @@ step kernels-256M 45 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --
 for n in 2 4; do
   step "all_reduce_perf-${n}ranks" 60 "$BRAIDRUN" -n "$n" "$PERF" --device cuda -b 8 -e 1G -f 4
 done
+step alltoall_perf-2ranks 45 "$BRAIDRUN" -n 2 "$(bin alltoall_perf)" --device cuda -b 8 -e 256M -f 16
 
 # 1b and 2: the wait kernel, and compute-sanitizer (slow), concurrently.
 bg gpu-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$GPU_TEST" --gtest_filter='*DeviceThreads*'

@@ -121,6 +121,12 @@ class CudaTarget final : public Target {
         return c.broadcast(a.send, a.recv, a.count, a.type, a.root, CudaStream{stream_});
       case Collective::kReduce:
         return c.reduce(a.send, a.recv, a.count, a.type, a.op, a.root, CudaStream{stream_});
+      case Collective::kAllToAll:
+        return c.allToAll(a.send, a.recv, a.count, a.type, CudaStream{stream_});
+      case Collective::kGather:
+        return c.gather(a.send, a.recv, a.count, a.type, a.root, CudaStream{stream_});
+      case Collective::kScatter:
+        return c.scatter(a.send, a.recv, a.count, a.type, a.root, CudaStream{stream_});
       default:
         fail(ErrorCode::kInvalidUsage, "rank {}: --device cuda: {} has no device path", rank_,
              collectiveName(info_.kind));
