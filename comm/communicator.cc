@@ -113,6 +113,7 @@ comm::TunerConfig CommState::tunerConfig() const {
   config.singleCopyWhy = &singleCopyWhy;
   config.singleCopyMinBytes = options.singleCopyBytes;
   config.deterministic = options.deterministic;
+  config.pickChunk = options.pickChunk;
   return config;
 }
 

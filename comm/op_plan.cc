@@ -222,6 +222,14 @@ Plan planOp(const OpDesc& d, int rank, int size, const TunerConfig& tuner, size_
   const Choice choice = choose(tuner, spec.shape, inCount * elem);
   spec.family = choice.family;
   spec.lanes = choice.lanes;
+  // Pieces of the chunk the tuner priced: the slot unless it chose a smaller one
+  // (TunerConfig::pickChunk). Every rank chooses alike (the settings check compares the inputs),
+  // and the header says it, so ranks that disagree anyway fail as a mismatch.
+  if (choice.chunkBytes >= elem && choice.chunkBytes < slotBytes) {
+    args.elemsPerPiece = choice.chunkBytes / elem;
+    spec.elemsPerPiece = args.elemsPerPiece;
+    args.header.pieceBytes = static_cast<uint32_t>(args.elemsPerPiece * elem);
+  }
   spec.root = std::max(d.root, 0);
   spec.inPlace = isInPlace(d.coll, d.input, d.output, d.count, rank, elem);
   if (d.coll == Collective::kAllToAllv) {

@@ -48,6 +48,7 @@ std::vector<std::pair<std::string, std::string>> sharedSettings(const ResolvedOp
       {"single copy (BRAID_SINGLE_COPY)", o.singleCopy ? "on" : "off"},
       {"single copy from (BRAID_SINGLE_COPY_BYTES)", std::to_string(o.singleCopyBytes)},
       {"deterministic (BRAID_DETERMINISTIC)", o.deterministic ? "on" : "off"},
+      {"tuner's chunk (BRAID_PICK_CHUNK)", o.pickChunk ? "on" : "off"},
   };
 }
 

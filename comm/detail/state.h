@@ -76,6 +76,9 @@ struct ResolvedOptions {
   bool statusBoard = true;       ///< BRAID_STATUS_BOARD=0: no status board (no stuck-rank lines)
   bool singleCopy = true;        ///< BRAID_SINGLE_COPY=0: never the single-copy all-reduce
   bool deterministic = false;    ///< Options::deterministic or BRAID_DETERMINISTIC=1
+  /// BRAID_PICK_CHUNK=1: the tuner also prices pieces of half and a quarter of the slot for chain,
+  /// tree and hier, and the op runs in the pieces it chose (off by default: not yet measured)
+  bool pickChunk = false;
   /// BRAID_SINGLE_COPY_BYTES: auto chooses single copy from this size; by default never (it
   /// measured slower than the ring here, bench/RESULTS.md), so only BRAID_ALGO=singlecopy runs it
   size_t singleCopyBytes = SIZE_MAX;

@@ -49,8 +49,8 @@ struct TunerConfig {
   /// This communicator's model (graph from discovery or BRAID_TOPO_FILE). Null, or a graph of
   /// another size than nranks: one node of nranks shared-memory ranks (today's assumption).
   std::shared_ptr<const TunerModel> model;
-  /// Also price pieces smaller than the slot (slot/2, slot/4) for chain, tree and hier; only
-  /// useful once the executor honours Choice::chunkBytes (today pieces are slot-sized).
+  /// Also price pieces smaller than the slot (slot/2, slot/4) for chain, tree and hier; the op
+  /// then runs in the chosen pieces (comm/op_plan.cc). BRAID_PICK_CHUNK=1.
   bool pickChunk = false;
   /// Single copy (all-reduce on one host): every rank may read every other's memory (tested at
   /// init, comm/create/peer_memory.cc); else why not. Chosen by auto from singleCopyMinBytes
