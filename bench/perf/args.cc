@@ -125,8 +125,8 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
                   value);
   } else if (name == "transport") {
     BRAID_ENFORCE(value == "shm" || value == "tcp" || value == "ucx" || value == "ofi" ||
-                      value == "auto",
-                  ErrorCode::kInvalidUsage, "{}: unknown transport '{}' (shm tcp ucx ofi auto)",
+                      value == "verbs" || value == "auto",
+                  ErrorCode::kInvalidUsage, "{}: unknown transport '{}' (shm tcp ucx ofi verbs auto)",
                   flagLabel(flag), value);
     args.transport = value == "auto" ? "" : value;
   } else if (name == "baseline") {

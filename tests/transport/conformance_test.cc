@@ -1,7 +1,9 @@
 // The transport conformance suite: every test here runs on every backend this build has (shm,
 // tcp, ucx over UCX_TLS=tcp and =sm,self; ofi over the libfabric providers tcp;ofi_rxm, shm and
 // udp;ofi_rxd, each skipping with the reason where it is not usable here, with its data as remote
-// writes where the provider offers RMA and as tagged messages (BRAID_OFI_RMA=off); ucx skips where the
+// writes where the provider offers RMA and as tagged messages (BRAID_OFI_RMA=off); verbs with its
+// defaults and with 2 queue pairs per peer and 4 KiB writes, skipping where there is no RDMA
+// device (tools/rxe-vm runs them over Soft-RoCE: the rxe.verbs test); ucx skips where the
 // build has no UCX; cuda_ipc in CUDA
 // builds, skipping without a GPU, its device slots filled and read through slot_memory.h), ranks as
 // threads and as forked processes: every pair and channel, flow control, the doorbell, abort, a
@@ -90,7 +92,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kOfiShmBackend, 2, 3000, 120}, Case{kOfiShmBackend, 4, 3000, 120},
                       Case{kOfiShmTaggedBackend, 4, 3000, 120},
                       Case{kOfiUdpBackend, 2, 3000, 120}, Case{kOfiUdpBackend, 4, 3000, 120},
-                      Case{kOfiUdpTaggedBackend, 2, 3000, 120}
+                      Case{kOfiUdpTaggedBackend, 2, 3000, 120},
+                      Case{kVerbsBackend, 2, 3000, 120}, Case{kVerbsBackend, 4, 3000, 120},
+                      Case{kVerbsTunedBackend, 2, 30000, 120},
+                      Case{kVerbsTunedBackend, 4, 30000, 120}
 #if BRAID_TEST_CUDA
                       ,
                       Case{kCudaIpcBackend, 2, 1024, 150}, Case{kCudaIpcBackend, 3, 1024, 150}
@@ -599,7 +604,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, Conformance,
                          ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend,
                                            kOfiTcpBackend, kOfiTcpTaggedBackend, kOfiShmBackend,
                                            kOfiShmTaggedBackend,
-                                           kOfiUdpBackend, kOfiUdpTaggedBackend
+                                           kOfiUdpBackend, kOfiUdpTaggedBackend,
+                                           kVerbsBackend, kVerbsTunedBackend
 #if BRAID_TEST_CUDA
                                            ,
                                            kCudaIpcBackend  // device slots; skips without a GPU

@@ -337,8 +337,8 @@ struct TempDir {
 };
 
 /// A backend under test: its kind, and for ucx the UCX_TLS its contexts use, for ofi the
-/// libfabric provider (BRAID_OFI_PROVIDER); `env`, "VAR=value" or "", one more setting (ofi:
-/// BRAID_OFI_RMA=off for the tagged data path).
+/// libfabric provider (BRAID_OFI_PROVIDER); `env`, "VAR=value ..." or "", more settings (ofi:
+/// BRAID_OFI_RMA=off for the tagged data path; verbs: queue pairs and chunk size).
 struct Backend {
   Kind kind;
   const char* tls = "";
@@ -355,6 +355,10 @@ inline constexpr Backend kOfiShmBackend{Kind::kOfi, "shm"};
 inline constexpr Backend kOfiShmTaggedBackend{Kind::kOfi, "shm", "BRAID_OFI_RMA=off"};
 inline constexpr Backend kOfiUdpBackend{Kind::kOfi, "udp;ofi_rxd"};
 inline constexpr Backend kOfiUdpTaggedBackend{Kind::kOfi, "udp;ofi_rxd", "BRAID_OFI_RMA=off"};
+inline constexpr Backend kVerbsBackend{Kind::kVerbs};  // needs an RDMA device: tools/rxe-vm
+/// Two queue pairs per peer and 4 KiB writes: slots of more than 4 KiB go as several chunks.
+inline constexpr Backend kVerbsTunedBackend{Kind::kVerbs, "",
+                                            "BRAID_VERBS_QPS=2 BRAID_VERBS_CHUNK_BYTES=4096"};
 
 /// "shm", "tcp", "ucx_tcp", "ucx_sm_self", "ofi_tcp_ofi_rxm", "ofi_tcp_ofi_rxm_tagged": a
 /// test-name part.
@@ -362,6 +366,7 @@ inline std::string backendName(const Backend& backend) {
   std::string name = kindName(backend.kind);
   if (*backend.tls != '\0') name += std::string("_") + backend.tls;
   if (std::string(backend.env) == "BRAID_OFI_RMA=off") name += "_tagged";
+  if (backend.kind == Kind::kVerbs && *backend.env != '\0') name += "_qps2_chunk4k";
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;
 }
@@ -370,6 +375,16 @@ inline std::string backendName(const Backend& backend) {
 inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); }
 /// Sets the backend's sub-transport: UCX_TLS (ucx) or BRAID_OFI_PROVIDER (ofi), when it has one.
 inline void useSubTransport(const Backend& backend) {
+  if (backend.kind == Kind::kVerbs) {
+    unsetenv("BRAID_VERBS_QPS");
+    unsetenv("BRAID_VERBS_CHUNK_BYTES");
+    std::istringstream settings(backend.env);
+    for (std::string setting; settings >> setting;) {
+      const size_t eq = setting.find('=');
+      setenv(setting.substr(0, eq).c_str(), setting.substr(eq + 1).c_str(), 1);
+    }
+    return;
+  }
   if (backend.kind == Kind::kOfi) {
     std::string env = backend.env;
     const size_t eq = env.find('=');
@@ -409,6 +424,7 @@ inline std::string untestable(const Backend& backend) {
     ::braid::transport::testing::useSubTransport(backend);                          \
     if (!kindAvailable((backend).kind, &why_)) {                                    \
       if ((backend).kind == Kind::kOfi && BRAID_HAVE_OFI) BRAID_SKIP_NO_DEVICE(why_); \
+      if ((backend).kind == Kind::kVerbs && BRAID_HAVE_VERBS) BRAID_SKIP_NO_DEVICE(why_); \
       BRAID_SKIP_MISSING(why_);                                                     \
     }                                                                               \
     why_ = ::braid::transport::testing::untestable(backend);                        \
