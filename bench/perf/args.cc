@@ -234,7 +234,7 @@ std::string usage(const std::string& program) {
       "  [-J,--output_file <file>] write the results as JSON\n"
       "  [-G,--cudagraph <0>] [-C,--report_cputime <0/1>]\n"
       "  [--algo <auto/ring/oneshot/chain>] (default auto)\n"
-      "  [--transport <shm/tcp/ucx/ofi/auto>] (default auto)\n"
+      "  [--transport <shm/tcp/ucx/ofi/verbs/auto>] (default auto)\n"
       "  [--baseline <mpi/none>] time the matching MPI collective too (under mpirun)\n"
       "  [--device <host/cuda>] buffers in host memory (default) or on GPU LOCAL_RANK % #GPUs\n"
       "  [--seed <n>] seed of the validation data\n"

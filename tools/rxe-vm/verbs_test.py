@@ -39,7 +39,7 @@ BUILD_HOW = ("cmake -S . -B build-vm -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID
 def gtest_sections(out):
     """{program: text} for each '== verbs-suite: <path>' section of the guest's output."""
     sections, current = {}, None
-    for line in out.splitlines():
+    for line in re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines():  # gtest's colours
         m = re.match(r"^== verbs-suite: (exit \d+: )?(\S+)", line)
         if m and not m.group(1):
             current = os.path.basename(m.group(2))
