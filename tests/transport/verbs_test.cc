@@ -4,7 +4,9 @@
 // _RETRY) where a device exists (tools/rxe-vm: the rxe.verbs test), and the published address's
 // checks. Traffic, flow control, peers that die: conformance_test and rdma_collectives_test.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 #include "common/config.h"
 #include "tests/transport/test_support.h"
@@ -149,6 +151,77 @@ TEST_F(Verbs, RanksWithDifferentQueuePairCountsAreRefused) {
       << errors[0];
   EXPECT_NE(errors[0].find("BRAID_VERBS_QPS"), std::string::npos) << errors[0];
   EXPECT_NE(errors[1], "");
+}
+
+// A peer in another pid namespace cannot be checked by pid: its death must show as a failed write
+// (the heartbeat gets no acknowledgement: IBV_WC_RETRY_EXC_ERR), the way a vanished host does.
+// Rank 1 runs as pid 1 of a new pid namespace (root only: the rxe guest), killed with its parent.
+// Where BRAID_DEBUG_FILE is set (verbs-suite does), the log line must name rank, peer, operation,
+// bytes and the status.
+TEST_F(Verbs, APeerThatCannotBeCheckedByPidIsSeenDeadByAFailedWrite) {
+  needDevice();
+  if (IsSkipped()) return;
+  if (geteuid() != 0) BRAID_SKIP_NO_DEVICE("a new pid namespace needs root (the rxe guest runs as root)");
+  setenv("BRAID_VERBS_TIMEOUT", "8", 1);  // ~1 ms per try, 2 tries: the failure comes fast
+  setenv("BRAID_VERBS_RETRY", "1", 1);
+  TempDir tmp;
+  const std::string jobId = uniqueJobId("verbs-pidns");
+  pid_t child = forkChild([&] {
+    if (unshare(CLONE_NEWPID) != 0) return 3;
+    pid_t rank1 = fork();
+    if (rank1 == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      FileKeyValue kv(tmp.path);
+      auto ep = connect(makeConfig(1, 2, {Kind::kVerbs, Kind::kVerbs}, jobId), kv);
+      std::this_thread::sleep_for(std::chrono::seconds(30));  // bounded: killed first
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(rank1, &status, 0);
+    return 0;
+  });
+  ASSERT_GT(child, 0);
+  FileKeyValue kv(tmp.path);
+  std::unique_ptr<Endpoint> ep;
+  try {
+    ep = connect(makeConfig(0, 2, {Kind::kVerbs, Kind::kVerbs}, jobId), kv);
+  } catch (const std::exception& e) {
+    kill(child, SIGKILL);
+    waitChild(child, Deadline::after(5));
+    FAIL() << e.what();
+  }
+  EXPECT_TRUE(ep->peerAlive(1));
+  kill(child, SIGKILL);  // rank 1 (pid 1 of its namespace) dies with it
+  EXPECT_EQ(waitChild(child, Deadline::after(5)), -SIGKILL);
+  // A slot to it now: its write is the first to find no one (or, on a slow machine, the
+  // heartbeat is); either way the queue pair fails and the peer is dead.
+  void* slot = ep->send(1, 0).tryAcquire();
+  ASSERT_NE(slot, nullptr);
+  fillPayload(slot, 100, 1);
+  ep->send(1, 0).post(100, MessageMeta{});
+  const auto start = Clock::now();
+  EXPECT_TRUE(waitFor(*ep, [&] { return !ep->peerAlive(1); }, 10)) << "peer still alive";
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  RecordProperty("death_s", fmt::format("{:.2f}", seconds));
+  ep.reset();
+  if (const char* path = std::getenv("BRAID_DEBUG_FILE"); path && std::getenv("BRAID_DEBUG")) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string lost = "rank 0: verbs connection to peer rank 1 lost: ";
+    const std::string status =
+        " failed: transport retry counter exceeded (no acknowledgement within BRAID_VERBS_TIMEOUT "
+        "x BRAID_VERBS_RETRY: the peer is gone or unreachable";
+    const std::string write = lost +
+                              "writing a slot (RDMA_WRITE_WITH_IMM) of 164 bytes on channel 0 to "
+                              "peer rank 1" + status;
+    const std::string heartbeat =
+        lost + "a control write (credit, abort or heartbeat) of 0 bytes to peer rank 1" + status;
+    EXPECT_TRUE(text.str().find(write) != std::string::npos ||
+                text.str().find(heartbeat) != std::string::npos)
+        << "neither '" << write << "' nor the heartbeat's failure in " << path;
+    RecordProperty("failed_write", text.str().find(write) != std::string::npos ? "slot" : "heartbeat");
+  }
 }
 
 #if BRAID_HAVE_VERBS
