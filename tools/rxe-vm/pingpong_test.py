@@ -62,11 +62,7 @@ def main():
     for name in ("ibv_rc_pingpong", "ib_write_bw"):
         if f"OK: {name}" not in out:
             problems.append(f"{name}: the guest did not report OK")
-    if problems:
-        print("\nrxe.pingpong FAILED:\n  " + "\n  ".join(problems), flush=True)
-        return 1
-    print("\nrxe.pingpong: OK (real verbs traffic over Soft-RoCE in the VM)", flush=True)
-    return 0
+    return rxe_vm.finish(TEST, problems, "real verbs traffic over Soft-RoCE in the VM")
 
 
 if __name__ == "__main__":

@@ -25,3 +25,12 @@ def require_vm(test):
         braid_skip.skip_no_device("no RDMA device, and the Soft-RoCE VM image is not built or out "
                                   "of date (tools/rxe-vm/build-image; tools/rxe-vm/README.md)",
                                   test)
+
+
+def finish(test, problems, ok):
+    """The script's exit status: 1 listing `problems`, else 0 saying `ok`."""
+    if problems:
+        print(f"\n{test} FAILED:\n  " + "\n  ".join(problems), flush=True)
+        return 1
+    print(f"\n{test}: OK ({ok})", flush=True)
+    return 0

@@ -103,11 +103,7 @@ def main():
               flush=True)
         if check.returncode != 0:
             problems.append(f"all_reduce_perf at {n} ranks: its table failed the check")
-    if problems:
-        print("\nrxe.verbs FAILED:\n  " + "\n  ".join(problems), flush=True)
-        return 1
-    print("\nrxe.verbs: OK (braid's verbs transport over Soft-RoCE rxe0 in the VM)", flush=True)
-    return 0
+    return rxe_vm.finish(TEST, problems, "braid's verbs transport over Soft-RoCE rxe0 in the VM")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@
 //   bool doLocalWork()                          aborts, every channel, heartbeats;
 //   void sleepOnQueue(int millis, std::unique_lock<std::mutex>&)   sleeps, unlocking;
 //   size_t sendsInFlight() const                sends not yet completed (teardown);
-// and `Peer` derives from NetworkPeer and has a net::PeerHello `hello`.
+// and `Peer` derives from NetworkPeer and has a net::PeerHello `hello`. The channels are
+// tagged_channels.h's with the backend's `SendSlot` and `RecvSlot` state, by peer x channel.
 #pragma once
 
 #include <atomic>
@@ -24,13 +25,24 @@
 
 #include "transport/network/drain_budget.h"
 #include "transport/network/network_endpoint.h"
+#include "transport/network/tagged_channels.h"
 #include "transport/process.h"
 
 namespace braid::transport {
 
-template <class Derived, class Peer>
+template <class Derived, class Peer, class SendSlot, class RecvSlot>
 class QueueEndpoint : public NetworkEndpoint {
  public:
+  using SendCh = TaggedSendChannel<Derived, Peer, SendSlot>;
+  using RecvCh = TaggedRecvChannel<Derived, Peer, RecvSlot>;
+
+  SendChannel& send(int peer, int channel) override {
+    return *sends_[static_cast<size_t>(peer) * config_.channels + channel];
+  }
+  RecvChannel& recv(int peer, int channel) override {
+    return *recvs_[static_cast<size_t>(peer) * config_.channels + channel];
+  }
+
   /// False once marked dead, or (same host and pid namespace) once its process is gone, reported
   /// after the queue was read until quiet (what it wrote before it went has arrived).
   bool peerAlive(int peer) override {
@@ -131,6 +143,8 @@ class QueueEndpoint : public NetworkEndpoint {
   }
 
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for peers of other kinds
+  std::vector<std::unique_ptr<SendCh>> sends_;  // by peer x channels + channel; null likewise
+  std::vector<std::unique_ptr<RecvCh>> recvs_;
   uint64_t pidNamespace_ = 0;
   uint64_t hostId_ = 0;
   std::mutex mutex_;                 // the queue and the backend's network state

@@ -241,12 +241,4 @@ void* OfiTransport::slotsAllocated(void* buffer, size_t bytes, bool receiving) {
   return registerMemory(buffer, bytes, receiving ? "receive slots" : "send slots", remote);
 }
 
-SendChannel& OfiTransport::send(int peer, int channel) {
-  return *sends_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
-RecvChannel& OfiTransport::recv(int peer, int channel) {
-  return *recvs_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
 }  // namespace braid::transport::ofi

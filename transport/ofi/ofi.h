@@ -33,6 +33,7 @@ struct SendSlot;
 struct RecvSlot;
 using OfiSendChannel = TaggedSendChannel<OfiTransport, PeerState, SendSlot>;
 using OfiRecvChannel = TaggedRecvChannel<OfiTransport, PeerState, RecvSlot>;
+using OfiBase = QueueEndpoint<OfiTransport, PeerState, SendSlot, RecvSlot>;
 
 /// Connection happens in steps (backend.h):
 ///   OfiTransport(config, kv)   opens the provider's fabric, domain, completion queue, address
@@ -46,15 +47,14 @@ using OfiRecvChannel = TaggedRecvChannel<OfiTransport, PeerState, RecvSlot>;
 /// pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait). The
 /// destructor issues what was posted, waits for the sends to complete (bounded) and closes
 /// everything.
-class OfiTransport final : public QueueEndpoint<OfiTransport, PeerState> {
+class OfiTransport final : public OfiBase {
  public:
   OfiTransport(const EndpointConfig& config, KeyValue& kv);
   ~OfiTransport() override;
   Kind kind() const override { return Kind::kOfi; }
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  SendChannel& send(int peer, int channel) override;
-  RecvChannel& recv(int peer, int channel) override;
+  // send, recv (QueueEndpoint): the channels to a peer of this kind.
   // peerAlive (QueueEndpoint): false once a send to it failed, it broke the protocol, it was
   // silent for the peer timeout (BRAID_OFI_PEER_TIMEOUT, 30 s) or (same host and pid namespace)
   // its process is gone; in that last case only after what it sent before it went has arrived.
@@ -68,7 +68,7 @@ class OfiTransport final : public QueueEndpoint<OfiTransport, PeerState> {
   static constexpr const char* kName = "ofi";
 
  private:
-  friend class QueueEndpoint<OfiTransport, PeerState>;
+  friend OfiBase;
 
   // Setup (ofi.cc).
   void openFabric();
@@ -130,8 +130,6 @@ class OfiTransport final : public QueueEndpoint<OfiTransport, PeerState> {
   uint64_t nextKey_ = 1;        // keys braid chooses when the provider does not (no PROV_KEY)
   std::vector<fid_mr*> mrs_;    // every registration, closed in cleanup()
   double peerTimeout_ = 30;     // BRAID_OFI_PEER_TIMEOUT: silence that counts as death
-  std::vector<std::unique_ptr<OfiSendChannel>> sends_;
-  std::vector<std::unique_ptr<OfiRecvChannel>> recvs_;
   std::unique_ptr<ControlPool> control_;
 };
 

@@ -256,12 +256,4 @@ Published VerbsTransport::ownAddress(PeerState& peer) {
   return out;
 }
 
-SendChannel& VerbsTransport::send(int peer, int channel) {
-  return *sends_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
-RecvChannel& VerbsTransport::recv(int peer, int channel) {
-  return *recvs_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
 }  // namespace braid::transport::verbs

@@ -30,6 +30,7 @@ struct SendSlot;
 struct RecvSlot;
 using VerbsSendChannel = TaggedSendChannel<VerbsTransport, PeerState, SendSlot>;
 using VerbsRecvChannel = TaggedRecvChannel<VerbsTransport, PeerState, RecvSlot>;
+using VerbsBase = QueueEndpoint<VerbsTransport, PeerState, SendSlot, RecvSlot>;
 
 /// The settings a VerbsTransport reads once (BRAID_VERBS_*).
 struct Settings {
@@ -54,15 +55,14 @@ Settings readSettings(int rank);
 /// Our own state (issued counts, queue pair occupancy) and every post are under mutex_: taken
 /// by the progress thread, or by a user thread that posts or releases (QueueEndpoint: flushSoon,
 /// pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait).
-class VerbsTransport final : public QueueEndpoint<VerbsTransport, PeerState> {
+class VerbsTransport final : public VerbsBase {
  public:
   VerbsTransport(const EndpointConfig& config, KeyValue& kv);
   ~VerbsTransport() override;
   Kind kind() const override { return Kind::kVerbs; }
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  SendChannel& send(int peer, int channel) override;
-  RecvChannel& recv(int peer, int channel) override;
+  // send, recv (QueueEndpoint): the channels to a peer of this kind.
   // peerAlive (QueueEndpoint): false once a write to it failed (its queue pair went to error),
   // it broke the protocol, it was silent for BRAID_VERBS_PEER_TIMEOUT, or (same host and pid
   // namespace) its process is gone.
@@ -74,7 +74,7 @@ class VerbsTransport final : public QueueEndpoint<VerbsTransport, PeerState> {
   static constexpr const char* kName = "verbs";
 
  private:
-  friend class QueueEndpoint<VerbsTransport, PeerState>;
+  friend VerbsBase;
 
   // Setup (verbs.cc).
   void openDevice();
@@ -122,8 +122,6 @@ class VerbsTransport final : public QueueEndpoint<VerbsTransport, PeerState> {
   std::unordered_map<const void*, ibv_mr*> regions_;  // registrations by buffer (each once)
   std::vector<ibv_mr*> mrs_;
   std::unordered_map<uint32_t, QueuePair*> byQpn_;
-  std::vector<std::unique_ptr<VerbsSendChannel>> sends_;
-  std::vector<std::unique_ptr<VerbsRecvChannel>> recvs_;
 };
 
 }  // namespace braid::transport::verbs
