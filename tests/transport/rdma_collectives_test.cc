@@ -1,7 +1,8 @@
 // Collectives over the RDMA-shaped transports, ranks as threads: ofi (BRAID_TRANSPORT=ofi, provider
 // tcp;ofi_rxm with its data as remote writes and as tagged messages, and udp;ofi_rxd) and verbs
 // (BRAID_TRANSPORT=verbs with its defaults, and with 2 queue pairs per peer and 4 KiB writes so
-// that slots go as several chunks over alternating queue pairs): all-reduce (and the other
+// that slots go as several chunks over alternating queue pairs; both also over the software model
+// of libibverbs, which runs everywhere): all-reduce (and the other
 // scheduled collectives at a few sizes) at 2 and 4 ranks, checked element by element against the
 // closed-form reference (tests/kit/host_case.h). Skips, saying why, where this build lacks the
 // library or the machine the provider or an RDMA device (verbs runs in tools/rxe-vm: the
@@ -14,12 +15,15 @@
 #include "tests/kit/host_case.h"
 #include "tests/support/skip.h"
 #include "transport/transport.h"
+#if BRAID_HAVE_VERBS
+#include "transport/verbs/calls.h"
+#endif
 
 namespace braid::testing {
 namespace {
 
-// "ofi:<provider>" (data as remote writes where it offers RMA), "ofi:<provider>|tagged", "verbs"
-// or "verbs|qps2_chunk4k".
+// "ofi:<provider>" (data as remote writes where it offers RMA), "ofi:<provider>|tagged", "verbs",
+// "verbs|qps2_chunk4k", and either with "|model" (over the model of libibverbs).
 class RdmaCollectives : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -27,6 +31,9 @@ class RdmaCollectives : public ::testing::TestWithParam<const char*> {
     const bool verbs = param.rfind("verbs", 0) == 0;
     transport_ = verbs ? "verbs" : "ofi";
     if (verbs) {
+#if BRAID_HAVE_VERBS
+      transport::verbs::useVerbsModel(param.find("|model") != std::string::npos);
+#endif
       const bool tuned = param.find("|qps2_chunk4k") != std::string::npos;
       setenv("BRAID_VERBS_QPS", tuned ? "2" : "1", 1);
       setenv("BRAID_VERBS_CHUNK_BYTES", tuned ? "4096" : "1M", 1);
@@ -45,6 +52,11 @@ class RdmaCollectives : public ::testing::TestWithParam<const char*> {
       if (verbs ? BRAID_HAVE_VERBS : BRAID_HAVE_OFI) BRAID_SKIP_NO_DEVICE(why);
       BRAID_SKIP_MISSING(why);
     }
+  }
+  void TearDown() override {
+#if BRAID_HAVE_VERBS
+    transport::verbs::useVerbsModel(false);
+#endif
   }
   std::string transport_;
 };
@@ -93,7 +105,8 @@ TEST_P(RdmaCollectives, EveryScheduledCollectiveMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, RdmaCollectives,
                          ::testing::Values("ofi:tcp;ofi_rxm", "ofi:tcp;ofi_rxm|tagged",
-                                           "ofi:udp;ofi_rxd", "verbs", "verbs|qps2_chunk4k"),
+                                           "ofi:udp;ofi_rxd", "verbs", "verbs|qps2_chunk4k",
+                                           "verbs|model", "verbs|qps2_chunk4k|model"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -34,6 +34,9 @@
 #include "tests/support/skip.h"
 #include "tests/transport/slot_memory.h"
 #include "transport/transport.h"
+#if BRAID_HAVE_VERBS
+#include "transport/verbs/calls.h"
+#endif
 
 namespace braid::transport::testing {
 
@@ -356,6 +359,11 @@ inline constexpr Backend kOfiShmTaggedBackend{Kind::kOfi, "shm", "BRAID_OFI_RMA=
 inline constexpr Backend kOfiUdpBackend{Kind::kOfi, "udp;ofi_rxd"};
 inline constexpr Backend kOfiUdpTaggedBackend{Kind::kOfi, "udp;ofi_rxd", "BRAID_OFI_RMA=off"};
 inline constexpr Backend kVerbsBackend{Kind::kVerbs};  // needs an RDMA device: tools/rxe-vm
+/// The verbs transport over the software model of libibverbs (transport/verbs/model.cc): runs
+/// everywhere, ranks as threads of one process only.
+inline constexpr Backend kVerbsModelBackend{Kind::kVerbs, "model"};
+inline constexpr Backend kVerbsModelTunedBackend{Kind::kVerbs, "model",
+                                                 "BRAID_VERBS_QPS=3 BRAID_VERBS_CHUNK_BYTES=256"};
 /// Two queue pairs per peer and 4 KiB writes: slots of more than 4 KiB go as several chunks.
 inline constexpr Backend kVerbsTunedBackend{Kind::kVerbs, "",
                                             "BRAID_VERBS_QPS=2 BRAID_VERBS_CHUNK_BYTES=4096"};
@@ -366,7 +374,9 @@ inline std::string backendName(const Backend& backend) {
   std::string name = kindName(backend.kind);
   if (*backend.tls != '\0') name += std::string("_") + backend.tls;
   if (std::string(backend.env) == "BRAID_OFI_RMA=off") name += "_tagged";
-  if (backend.kind == Kind::kVerbs && *backend.env != '\0') name += "_qps2_chunk4k";
+  if (backend.kind == Kind::kVerbs && *backend.env != '\0') {
+    name += *backend.tls != '\0' ? "_qps3_chunk256" : "_qps2_chunk4k";
+  }
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;
 }
@@ -376,6 +386,9 @@ inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); 
 /// Sets the backend's sub-transport: UCX_TLS (ucx) or BRAID_OFI_PROVIDER (ofi), when it has one.
 inline void useSubTransport(const Backend& backend) {
   if (backend.kind == Kind::kVerbs) {
+#if BRAID_HAVE_VERBS
+    verbs::useVerbsModel(std::string(backend.tls) == "model");
+#endif
     unsetenv("BRAID_VERBS_QPS");
     unsetenv("BRAID_VERBS_CHUNK_BYTES");
     std::istringstream settings(backend.env);
@@ -413,6 +426,15 @@ inline std::string untestable(const Backend& backend) {
            "not tested until diagnosed";
   }
   return "";
+}
+
+/// Why a backend cannot run a test whose ranks are forked processes, or "": the verbs model joins
+/// the queue pairs of one process only.
+inline std::string threadsOnly(const Backend& backend) {
+  return std::string(backend.tls) == "model"
+             ? "the verbs model (libibverbs in software) joins ranks of one process only; forked "
+               "ranks over verbs run in the rxe guest (rxe.verbs)"
+             : "";
 }
 
 /// For a test's SetUp: sets UCX_TLS for ucx and BRAID_OFI_PROVIDER for ofi, then skips (with the

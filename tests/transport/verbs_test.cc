@@ -1,16 +1,21 @@
 // What only the verbs transport does: availability and its one-line reason (this machine has no
 // RDMA device: the verbs backend must say so, and forcing it must fail with that reason), the
 // device, port and GID choice and its settings (BRAID_VERBS_DEVICE, _GID_INDEX, _QPS, _TIMEOUT,
-// _RETRY) where a device exists (tools/rxe-vm: the rxe.verbs test), and the published address's
-// checks. Traffic, flow control, peers that die: conformance_test and rdma_collectives_test.
+// _RETRY) on a device (tools/rxe-vm: the rxe.verbs test), else over the model, the published address's
+// checks; over the software model of libibverbs (everywhere): error completions (a lost peer's
+// IBV_WC_RETRY_EXC_ERR, a refused key's IBV_WC_REM_ACCESS_ERR, an endpoint that is gone) seen
+// on both sides. Traffic, flow control, peers that die: conformance_test and
+// rdma_collectives_test.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <barrier>
 #include <stdlib.h>
 #include <sys/prctl.h>
 
 #include "common/config.h"
 #include "tests/transport/test_support.h"
 #if BRAID_HAVE_VERBS
+#include "transport/verbs/calls.h"
 #include "transport/verbs/wire.h"
 #endif
 
@@ -21,19 +26,29 @@ namespace {
 class Verbs : public ::testing::Test {
  protected:
   void SetUp() override {
+#if BRAID_HAVE_VERBS
+    verbs::useVerbsModel(false);
+#endif
     for (const char* name : {"BRAID_VERBS_DEVICE", "BRAID_VERBS_GID_INDEX", "BRAID_VERBS_QPS",
                              "BRAID_VERBS_CHUNK_BYTES", "BRAID_VERBS_TIMEOUT", "BRAID_VERBS_RETRY"}) {
       unsetenv(name);
     }
   }
   void TearDown() override { SetUp(); }
-  /// Skips (kind: no device) where the backend is not available, with its reason.
-  void needDevice() {
+  /// Where the backend is not available: over the model of libibverbs when `modelDoes` (the
+  /// test needs no other process), else skips (kind: no device) with the reason.
+  void needDevice(bool modelDoes = true) {
     std::string why;
-    if (!kindAvailable(Kind::kVerbs, &why)) {
-      if (BRAID_HAVE_VERBS) BRAID_SKIP_NO_DEVICE(why);
-      BRAID_SKIP_MISSING(why);
+    if (kindAvailable(Kind::kVerbs, &why)) return;
+#if BRAID_HAVE_VERBS
+    if (modelDoes) {
+      verbs::useVerbsModel(true);
+      if (kindAvailable(Kind::kVerbs, &why)) return;
     }
+    BRAID_SKIP_NO_DEVICE(why);
+#else
+    BRAID_SKIP_MISSING(why);
+#endif
   }
 };
 
@@ -159,7 +174,7 @@ TEST_F(Verbs, RanksWithDifferentQueuePairCountsAreRefused) {
 // Where BRAID_DEBUG_FILE is set (verbs-suite does), the log line must name rank, peer, operation,
 // bytes and the status.
 TEST_F(Verbs, APeerThatCannotBeCheckedByPidIsSeenDeadByAFailedWrite) {
-  needDevice();
+  needDevice(/*modelDoes=*/false);
   if (IsSkipped()) return;
   if (geteuid() != 0) BRAID_SKIP_NO_DEVICE("a new pid namespace needs root (the rxe guest runs as root)");
   setenv("BRAID_VERBS_TIMEOUT", "8", 1);  // ~1 ms per try, 2 tries: the failure comes fast
@@ -253,6 +268,88 @@ TEST(VerbsWire, PublishedAddressRoundTripsAndChecksItsShape) {
   EXPECT_FALSE(verbs::decodePublished(text.substr(0, text.size() - 2), p.address, &why));
   EXPECT_FALSE(verbs::decodePublished("zz", p.address, &why));
   EXPECT_NE(why.find("is not a verbs address"), std::string::npos) << why;
+}
+#endif
+
+// --- Over the model of libibverbs: error completions, on every machine -------------------------
+#if BRAID_HAVE_VERBS
+class VerbsModel : public ::testing::TestWithParam<ibv_wc_status> {
+ protected:
+  void SetUp() override {
+    verbs::useVerbsModel(true);
+    unsetenv("BRAID_VERBS_QPS");
+    unsetenv("BRAID_VERBS_CHUNK_BYTES");
+  }
+  void TearDown() override {
+    verbs::failNextModelWrites(0, IBV_WC_SUCCESS);
+    verbs::useVerbsModel(false);
+  }
+};
+
+// Rank 0's next write fails as the NIC reports it: rank 0 sees rank 1 dead at once (its queue
+// pair went to error), and rank 1 sees rank 0 dead when its own next write (a credit or
+// heartbeat, within about a second) finds that queue pair in error. Neither hangs, both destroy.
+TEST_P(VerbsModel, AFailedWriteMarksThePeerDeadOnBothSides) {
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("verbs-model-fail");
+  std::barrier connected(2);
+  auto errors = runRanks(2, [&](int rank) {
+    auto ep = connect(makeConfig(rank, 2, {Kind::kVerbs, Kind::kVerbs}, jobId), kv);
+    connected.arrive_and_wait();
+    if (rank == 0) {
+      verbs::failNextModelWrites(1, GetParam());
+      void* slot = ep->send(1, 0).tryAcquire();
+      if (slot == nullptr) throw std::runtime_error("no slot");
+      fillPayload(slot, 1000, 7);
+      ep->send(1, 0).post(1000, MessageMeta{});
+    }
+    const int peer = 1 - rank;
+    if (!waitFor(*ep, [&] { return !ep->peerAlive(peer); }, 5)) {
+      throw std::runtime_error(fmt::format("rank {}: peer {} still alive", rank, peer));
+    }
+    const auto before = Clock::now();
+    ep.reset();
+    if (std::chrono::duration<double>(Clock::now() - before).count() > 3) {
+      throw std::runtime_error(fmt::format("rank {}: destroy took over 3 s", rank));
+    }
+  });
+  expectOk(errors);
+}
+
+INSTANTIATE_TEST_SUITE_P(Statuses, VerbsModel,
+                         ::testing::Values(IBV_WC_RETRY_EXC_ERR, IBV_WC_REM_ACCESS_ERR),
+                         [](const auto& info) {
+                           return std::string(info.param == IBV_WC_RETRY_EXC_ERR ? "RetryExceeded"
+                                                                                 : "RemoteAccess");
+                         });
+
+// A peer whose endpoint is gone (its queue pairs destroyed) while this rank still writes to it:
+// the write fails (no acknowledgement) and the peer is dead; a rank of this process cannot be
+// checked by pid, so only the failed write says so.
+TEST_F(Verbs, OverTheModelAWriteToAnEndpointThatIsGoneFails) {
+  verbs::useVerbsModel(true);
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("verbs-model-gone");
+  std::barrier connected(2);
+  std::barrier gone(2);
+  auto errors = runRanks(2, [&](int rank) {
+    auto ep = connect(makeConfig(rank, 2, {Kind::kVerbs, Kind::kVerbs}, jobId), kv);
+    connected.arrive_and_wait();
+    if (rank == 1) {
+      ep.reset();
+      gone.arrive_and_wait();
+      return;
+    }
+    gone.arrive_and_wait();
+    void* slot = ep->send(1, 0).tryAcquire();
+    if (slot == nullptr) throw std::runtime_error("no slot");
+    ep->send(1, 0).post(8, MessageMeta{});
+    if (!waitFor(*ep, [&] { return !ep->peerAlive(1); }, 5)) {
+      throw std::runtime_error("rank 0: peer 1 still alive");
+    }
+  });
+  verbs::useVerbsModel(false);
+  expectOk(errors);
 }
 #endif
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "common/env.h"
@@ -50,7 +51,7 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
                            *forced, c->name, c->port, attr.gid_tbl_len - 1);
       return false;
     }
-    if (ibv_query_gid(context, static_cast<uint8_t>(c->port), static_cast<int>(*forced), &c->gid) != 0 ||
+    if (verbsCalls().query_gid(context, static_cast<uint8_t>(c->port), static_cast<int>(*forced), &c->gid) != 0 ||
         zeroGid(c->gid)) {
       c->why = fmt::format("BRAID_VERBS_GID_INDEX={}: {} port {} has no GID there", *forced,
                            c->name, c->port);
@@ -64,7 +65,7 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
   ibv_gid firstV2Gid{};
   for (int i = 0; i < attr.gid_tbl_len; ++i) {
     ibv_gid_entry entry{};
-    if (ibv_query_gid_ex(context, static_cast<uint32_t>(c->port), static_cast<uint32_t>(i), &entry,
+    if (verbsCalls().query_gid_ex(context, static_cast<uint32_t>(c->port), static_cast<uint32_t>(i), &entry,
                          0) != 0) {
       continue;  // an empty entry (ENODATA)
     }
@@ -86,7 +87,7 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
     c->gidHow = "the first RoCE v2 GID (none IPv4-mapped)";
     return true;
   }
-  if (ibv_query_gid(context, static_cast<uint8_t>(c->port), 0, &c->gid) == 0 && !zeroGid(c->gid)) {
+  if (verbsCalls().query_gid(context, static_cast<uint8_t>(c->port), 0, &c->gid) == 0 && !zeroGid(c->gid)) {
     c->gidIndex = 0;
     c->gidHow = "GID 0 (no RoCE v2 GID listed)";
     return true;
@@ -105,10 +106,10 @@ DeviceChoice lookUp(const std::string& forced) {
   }
   int count = 0;
   errno = 0;
-  ibv_device** list = ibv_get_device_list(&count);
+  ibv_device** list = verbsCalls().get_device_list(&count);
   if (list == nullptr || count == 0) {
     const int error = errno;
-    if (list != nullptr) ibv_free_device_list(list);
+    if (list != nullptr) verbsCalls().free_device_list(list);
     c.why = list == nullptr
                 ? fmt::format("no RDMA device (ibv_get_device_list: {})", std::strerror(error))
                 : "no RDMA device (ibv_get_device_list lists none)";
@@ -117,19 +118,19 @@ DeviceChoice lookUp(const std::string& forced) {
   }
   std::string firstFailure;
   for (int d = 0; d < count; ++d) {
-    const std::string name = ibv_get_device_name(list[d]);
+    const std::string name = verbsCalls().get_device_name(list[d]);
     const bool named = !forced.empty() && name == wantName;
-    ibv_context* context = ibv_open_device(list[d]);
+    ibv_context* context = verbsCalls().open_device(list[d]);
     if (context == nullptr) {
       c.listed += fmt::format("{}{} (cannot open: {})", c.listed.empty() ? "" : ", ", name,
                               std::strerror(errno));
       continue;
     }
     ibv_device_attr deviceAttr{};
-    const int ports = ibv_query_device(context, &deviceAttr) == 0 ? deviceAttr.phys_port_cnt : 0;
+    const int ports = verbsCalls().query_device(context, &deviceAttr) == 0 ? deviceAttr.phys_port_cnt : 0;
     for (int p = 1; p <= ports; ++p) {
       ibv_port_attr attr{};
-      if (ibv_query_port(context, static_cast<uint8_t>(p), &attr) != 0) continue;
+      if (verbsCalls().query_port(context, static_cast<uint8_t>(p), &attr) != 0) continue;
       const bool ethernet = attr.link_layer == IBV_LINK_LAYER_ETHERNET;
       c.listed += fmt::format("{}{} port {} {} ({})", c.listed.empty() ? "" : ", ", name, p,
                               portStateName(attr.state), ethernet ? "Ethernet" : "InfiniBand");
@@ -153,9 +154,9 @@ DeviceChoice lookUp(const std::string& forced) {
       c = std::move(candidate);
       c.listed = std::move(listed);
     }
-    ibv_close_device(context);
+    verbsCalls().close_device(context);
   }
-  ibv_free_device_list(list);
+  verbsCalls().free_device_list(list);
   if (!c.usable) {
     c.why = !firstFailure.empty() ? firstFailure
             : forced.empty()
@@ -176,15 +177,16 @@ std::string gidText(const ibv_gid& gid) {
 
 DeviceChoice chooseDevice() {
   static std::mutex mutex;
-  static std::map<std::pair<std::string, std::string>, DeviceChoice> cache;
-  const auto key = std::make_pair(envString("BRAID_VERBS_DEVICE").value_or(""),
-                                  envString("BRAID_VERBS_GID_INDEX").value_or(""));
+  static std::map<std::tuple<std::string, std::string, bool>, DeviceChoice> cache;
+  const auto key = std::make_tuple(envString("BRAID_VERBS_DEVICE").value_or(""),
+                                   envString("BRAID_VERBS_GID_INDEX").value_or(""),
+                                   usingVerbsModel());
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) {
     DeviceChoice c;
     try {
-      c = lookUp(key.first);
+      c = lookUp(std::get<0>(key));
     } catch (const std::exception& e) {  // a malformed BRAID_VERBS_GID_INDEX
       c = DeviceChoice{};
       c.why = e.what();

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "transport/verbs/calls.h"
+
 namespace braid::transport::verbs {
 
 struct DeviceChoice {
@@ -28,7 +30,7 @@ struct DeviceChoice {
 };
 
 /// The device for the current BRAID_VERBS_DEVICE and BRAID_VERBS_GID_INDEX (looked up once per
-/// pair of values; thread-safe).
+/// pair of values and calls table: libibverbs or the model; thread-safe).
 DeviceChoice chooseDevice();
 
 /// "fe80::5054:ff:fe12:3456" / "::ffff:10.0.2.15": a GID as text.

@@ -65,7 +65,7 @@ bool VerbsTransport::drainQueue(int rounds) {
   bool did = false;
   ibv_wc wc[kBatch];
   for (int r = 0; r < rounds; ++r) {
-    const int n = ibv_poll_cq(cq_, kBatch, wc);
+    const int n = verbsCalls().poll_cq(cq_, kBatch, wc);
     if (n < 0) {
       BRAID_WARN("rank {}: verbs: ibv_poll_cq failed ({})", config_.rank, n);
       break;
@@ -208,7 +208,7 @@ void VerbsTransport::postReceive(QueuePair& qp) {
   ibv_recv_wr* bad = nullptr;
   wr.wr_id = wrId(kWrReceive, qp.peer->rank, qp.index);
   wr.num_sge = 0;  // writes with an immediate consume a receive but place no data through it
-  if (int rc = ibv_post_recv(qp.qp, &wr, &bad); rc != 0) {
+  if (int rc = verbsCalls().post_recv(qp.qp, &wr, &bad); rc != 0) {
     markDead(*qp.peer,
              fmt::format("posting a receive on queue pair {} failed: {}", qp.index, std::strerror(rc)),
              false);
@@ -252,7 +252,7 @@ bool VerbsTransport::issueSend(VerbsSendChannel& channel, uint64_t n) {
   slot.qp = &qp;
   slot.busy.store(1, std::memory_order_relaxed);
   ibv_send_wr* bad = nullptr;
-  if (int rc = ibv_post_send(qp.qp, wrs.data(), &bad); rc != 0) {
+  if (int rc = verbsCalls().post_send(qp.qp, wrs.data(), &bad); rc != 0) {
     slot.busy.store(0, std::memory_order_release);
     if (rc == ENOMEM && bad == wrs.data()) return false;  // full after all: later
     markDead(peer,
@@ -286,7 +286,7 @@ bool VerbsTransport::writeControl(PeerState& peer, size_t offset, size_t bytes, 
   wr.wr.rdma.remote_addr = peer.theirs.address.controlAddress + offset;
   wr.wr.rdma.rkey = peer.theirs.address.controlKey;
   ibv_send_wr* bad = nullptr;
-  if (int rc = ibv_post_send(qp.qp, &wr, &bad); rc != 0) {
+  if (int rc = verbsCalls().post_send(qp.qp, &wr, &bad); rc != 0) {
     if (rc == ENOMEM) return false;
     markDead(peer,
              fmt::format("{} failed: ibv_post_send: {}",
@@ -379,7 +379,7 @@ bool VerbsTransport::doLocalWork() {
 void VerbsTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) {
   // Arm first, then look once more: a completion between the last poll and the arm is seen by
   // this poll, one after it raises the channel's event.
-  ibv_req_notify_cq(cq_, 0);
+  verbsCalls().req_notify_cq(cq_, 0);
   if (drainQueue(1)) {
     lock.unlock();
     return;
@@ -391,7 +391,7 @@ void VerbsTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex
   if (fds[1].revents & POLLIN) {
     ibv_cq* cq = nullptr;
     void* context = nullptr;
-    if (ibv_get_cq_event(events_, &cq, &context) == 0) ibv_ack_cq_events(cq, 1);
+    if (verbsCalls().get_cq_event(events_, &cq, &context) == 0) verbsCalls().ack_cq_events(cq, 1);
   }
 }
 
@@ -414,20 +414,20 @@ void VerbsTransport::cleanup() {
   for (auto& peer : peers_) {
     if (!peer) continue;
     for (QueuePair& qp : peer->qps) {
-      if (qp.qp != nullptr) ibv_destroy_qp(qp.qp);
+      if (qp.qp != nullptr) verbsCalls().destroy_qp(qp.qp);
       qp.qp = nullptr;
     }
   }
-  if (cq_ != nullptr) ibv_destroy_cq(cq_);
+  if (cq_ != nullptr) verbsCalls().destroy_cq(cq_);
   cq_ = nullptr;
-  if (events_ != nullptr) ibv_destroy_comp_channel(events_);
+  if (events_ != nullptr) verbsCalls().destroy_comp_channel(events_);
   events_ = nullptr;
-  for (ibv_mr* mr : mrs_) ibv_dereg_mr(mr);
+  for (ibv_mr* mr : mrs_) verbsCalls().dereg_mr(mr);
   mrs_.clear();
   regions_.clear();
-  if (pd_ != nullptr) ibv_dealloc_pd(pd_);
+  if (pd_ != nullptr) verbsCalls().dealloc_pd(pd_);
   pd_ = nullptr;
-  if (context_ != nullptr) ibv_close_device(context_);
+  if (context_ != nullptr) verbsCalls().close_device(context_);
   context_ = nullptr;
   wake_.close();
 }

@@ -122,22 +122,22 @@ VerbsTransport::~VerbsTransport() {
 void VerbsTransport::openDevice() {
   const int rank = config_.rank;
   int count = 0;
-  ibv_device** list = ibv_get_device_list(&count);
+  ibv_device** list = verbsCalls().get_device_list(&count);
   BRAID_ENFORCE(list != nullptr, ErrorCode::kSystemError,
                 "rank {}: verbs: ibv_get_device_list failed: {}", rank, std::strerror(errno));
   for (int d = 0; d < count && context_ == nullptr; ++d) {
-    if (device_.name == ibv_get_device_name(list[d])) context_ = ibv_open_device(list[d]);
+    if (device_.name == verbsCalls().get_device_name(list[d])) context_ = verbsCalls().open_device(list[d]);
   }
   const int error = errno;
-  ibv_free_device_list(list);
+  verbsCalls().free_device_list(list);
   if (context_ == nullptr) failCall(rank, "ibv_open_device", error, device_.name);
   ibv_device_attr attr{};
-  if (int rc = ibv_query_device(context_, &attr); rc != 0) {
+  if (int rc = verbsCalls().query_device(context_, &attr); rc != 0) {
     failCall(rank, "ibv_query_device", rc, device_.name);
   }
-  pd_ = ibv_alloc_pd(context_);
+  pd_ = verbsCalls().alloc_pd(context_);
   if (pd_ == nullptr) failCall(rank, "ibv_alloc_pd", errno, device_.name);
-  events_ = ibv_create_comp_channel(context_);
+  events_ = verbsCalls().create_comp_channel(context_);
   if (events_ == nullptr) failCall(rank, "ibv_create_comp_channel", errno, device_.name);
   const int flags = fcntl(events_->fd, F_GETFL);
   if (flags < 0 || fcntl(events_->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
@@ -162,9 +162,9 @@ void VerbsTransport::openDevice() {
                 "rank {}: verbs: {} peers x {} queue pairs need a completion queue of {} entries, "
                 "device {} allows {} (fewer slots, channels or BRAID_VERBS_QPS)",
                 rank, peers, settings_.qps, cqe, device_.name, attr.max_cqe);
-  cq_ = ibv_create_cq(context_, static_cast<int>(cqe), nullptr, events_, 0);
+  cq_ = verbsCalls().create_cq(context_, static_cast<int>(cqe), nullptr, events_, 0);
   if (cq_ == nullptr) failCall(rank, "ibv_create_cq", errno, device_.name);
-  if (int rc = ibv_req_notify_cq(cq_, 0); rc != 0) failCall(rank, "ibv_req_notify_cq", rc, device_.name);
+  if (int rc = verbsCalls().req_notify_cq(cq_, 0); rc != 0) failCall(rank, "ibv_req_notify_cq", rc, device_.name);
 }
 
 void VerbsTransport::createQueuePairs(PeerState& peer) {
@@ -183,7 +183,7 @@ void VerbsTransport::createQueuePairs(PeerState& peer) {
     init.cap.max_recv_wr = static_cast<uint32_t>(recvDepth_);
     init.cap.max_send_sge = 1;
     init.cap.max_recv_sge = 1;
-    qp.qp = ibv_create_qp(pd_, &init);
+    qp.qp = verbsCalls().create_qp(pd_, &init);
     if (qp.qp == nullptr) {
       fail(ErrorCode::kSystemError,
            "rank {}: verbs: ibv_create_qp for peer rank {} (send queue {}, receive queue {}) "
@@ -196,7 +196,7 @@ void VerbsTransport::createQueuePairs(PeerState& peer) {
     attr.pkey_index = 0;
     attr.port_num = static_cast<uint8_t>(device_.port);
     attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    if (int rc = ibv_modify_qp(qp.qp, &attr,
+    if (int rc = verbsCalls().modify_qp(qp.qp, &attr,
                                IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
         rc != 0) {
       fail(ErrorCode::kSystemError, "rank {}: verbs: queue pair {} to peer rank {} -> INIT: {}",
@@ -209,7 +209,7 @@ void VerbsTransport::createQueuePairs(PeerState& peer) {
 
 ibv_mr* VerbsTransport::registerMemory(void* buffer, size_t bytes, const char* what, bool remote) {
   int access = IBV_ACCESS_LOCAL_WRITE | (remote ? IBV_ACCESS_REMOTE_WRITE : 0);
-  ibv_mr* mr = ibv_reg_mr(pd_, buffer, bytes, access);
+  ibv_mr* mr = verbsCalls().reg_mr(pd_, buffer, bytes, access);
   if (mr == nullptr) {
     fail(ErrorCode::kSystemError,
          "rank {}: verbs: registering {} bytes of {} failed: {} (device {}; a low RLIMIT_MEMLOCK? "
