@@ -46,10 +46,10 @@ const char* statusHint(ibv_wc_status status) {
   }
 }
 
+// A word the peer's NIC writes (a credit count, the abort's length): one aligned 8-byte load, as
+// the NIC may be writing the next value meanwhile (counts only grow).
 uint64_t loadWord(const char* at) {
-  uint64_t value;
-  std::memcpy(&value, at, sizeof value);
-  return value;
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(at), __ATOMIC_RELAXED);
 }
 
 }  // namespace
