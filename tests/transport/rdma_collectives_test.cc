@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, RdmaCollectives,
                                            "verbs|model", "verbs|qps2_chunk4k|model"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& c : name)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 

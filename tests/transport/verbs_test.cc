@@ -1,16 +1,17 @@
 // What only the verbs transport does: availability and its one-line reason (this machine has no
 // RDMA device: the verbs backend must say so, and forcing it must fail with that reason), the
 // device, port and GID choice and its settings (BRAID_VERBS_DEVICE, _GID_INDEX, _QPS, _TIMEOUT,
-// _RETRY) on a device (tools/rxe-vm: the rxe.verbs test), else over the model, the published address's
-// checks; over the software model of libibverbs (everywhere): error completions (a lost peer's
-// IBV_WC_RETRY_EXC_ERR, a refused key's IBV_WC_REM_ACCESS_ERR, an endpoint that is gone) seen
-// on both sides. Traffic, flow control, peers that die: conformance_test and
+// _RETRY) on a device (tools/rxe-vm: the rxe.verbs test), else over the model, the published
+// address's checks; over the software model of libibverbs (everywhere): error completions (a lost
+// peer's IBV_WC_RETRY_EXC_ERR, a refused key's IBV_WC_REM_ACCESS_ERR, an endpoint that is gone)
+// seen on both sides. Traffic, flow control, peers that die: conformance_test and
 // rdma_collectives_test.
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <barrier>
 #include <stdlib.h>
 #include <sys/prctl.h>
+
+#include <barrier>
 
 #include "common/config.h"
 #include "tests/transport/test_support.h"
@@ -29,8 +30,9 @@ class Verbs : public ::testing::Test {
 #if BRAID_HAVE_VERBS
     verbs::useVerbsModel(false);
 #endif
-    for (const char* name : {"BRAID_VERBS_DEVICE", "BRAID_VERBS_GID_INDEX", "BRAID_VERBS_QPS",
-                             "BRAID_VERBS_CHUNK_BYTES", "BRAID_VERBS_TIMEOUT", "BRAID_VERBS_RETRY"}) {
+    for (const char* name :
+         {"BRAID_VERBS_DEVICE", "BRAID_VERBS_GID_INDEX", "BRAID_VERBS_QPS",
+          "BRAID_VERBS_CHUNK_BYTES", "BRAID_VERBS_TIMEOUT", "BRAID_VERBS_RETRY"}) {
       unsetenv(name);
     }
   }
@@ -79,7 +81,8 @@ TEST_F(Verbs, AvailabilityComesWithAOneLineReason) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidUsage);
     EXPECT_NE(std::string(e.what()).find("transport 'verbs' (BRAID_TRANSPORT / --transport) is not "
-                                         "available: " + why),
+                                         "available: " +
+                                         why),
               std::string::npos)
         << e.what();
   }
@@ -191,7 +194,8 @@ TEST_F(Verbs, RanksWithDifferentQueuePairCountsAreRefused) {
 TEST_F(Verbs, APeerThatCannotBeCheckedByPidIsSeenDeadByAFailedWrite) {
   needDevice(/*modelDoes=*/false);
   if (IsSkipped()) return;
-  if (geteuid() != 0) BRAID_SKIP_NO_DEVICE("a new pid namespace needs root (the rxe guest runs as root)");
+  if (geteuid() != 0)
+    BRAID_SKIP_NO_DEVICE("a new pid namespace needs root (the rxe guest runs as root)");
   setenv("BRAID_VERBS_TIMEOUT", "8", 1);  // ~1 ms per try, 2 tries: the failure comes fast
   setenv("BRAID_VERBS_RETRY", "1", 1);
   TempDir tmp;
@@ -230,7 +234,9 @@ TEST_F(Verbs, APeerThatCannotBeCheckedByPidIsSeenDeadByAFailedWrite) {
   fillPayload(slot, 100, 1);
   ep->send(1, 0).post(100, MessageMeta{});
   const auto start = Clock::now();
-  EXPECT_TRUE(waitFor(*ep, [&] { return !ep->peerAlive(1); }, 10)) << "peer still alive";
+  EXPECT_TRUE(waitFor(
+      *ep, [&] { return !ep->peerAlive(1); }, 10))
+      << "peer still alive";
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   RecordProperty("death_s", fmt::format("{:.2f}", seconds));
   ep.reset();
@@ -244,13 +250,15 @@ TEST_F(Verbs, APeerThatCannotBeCheckedByPidIsSeenDeadByAFailedWrite) {
         "x BRAID_VERBS_RETRY: the peer is gone or unreachable";
     const std::string write = lost +
                               "writing a slot (RDMA_WRITE_WITH_IMM) of 164 bytes on channel 0 to "
-                              "peer rank 1" + status;
+                              "peer rank 1" +
+                              status;
     const std::string heartbeat =
         lost + "a control write (credit, abort or heartbeat) of 0 bytes to peer rank 1" + status;
     EXPECT_TRUE(text.str().find(write) != std::string::npos ||
                 text.str().find(heartbeat) != std::string::npos)
         << "neither '" << write << "' nor the heartbeat's failure in " << path;
-    RecordProperty("failed_write", text.str().find(write) != std::string::npos ? "slot" : "heartbeat");
+    RecordProperty("failed_write",
+                   text.str().find(write) != std::string::npos ? "slot" : "heartbeat");
   }
 }
 
@@ -319,7 +327,8 @@ TEST_P(VerbsModel, AFailedWriteMarksThePeerDeadOnBothSides) {
       ep->send(1, 0).post(1000, MessageMeta{});
     }
     const int peer = 1 - rank;
-    if (!waitFor(*ep, [&] { return !ep->peerAlive(peer); }, 5)) {
+    if (!waitFor(
+            *ep, [&] { return !ep->peerAlive(peer); }, 5)) {
       throw std::runtime_error(fmt::format("rank {}: peer {} still alive", rank, peer));
     }
     const auto before = Clock::now();
@@ -359,7 +368,8 @@ TEST_F(Verbs, OverTheModelAWriteToAnEndpointThatIsGoneFails) {
     void* slot = ep->send(1, 0).tryAcquire();
     if (slot == nullptr) throw std::runtime_error("no slot");
     ep->send(1, 0).post(8, MessageMeta{});
-    if (!waitFor(*ep, [&] { return !ep->peerAlive(1); }, 5)) {
+    if (!waitFor(
+            *ep, [&] { return !ep->peerAlive(1); }, 5)) {
       throw std::runtime_error("rank 0: peer 1 still alive");
     }
   });

@@ -142,7 +142,7 @@ class QueueEndpoint : public NetworkEndpoint {
     }
   }
 
-  std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for peers of other kinds
+  std::vector<std::unique_ptr<Peer>> peers_;    // by rank; null for peers of other kinds
   std::vector<std::unique_ptr<SendCh>> sends_;  // by peer x channels + channel; null likewise
   std::vector<std::unique_ptr<RecvCh>> recvs_;
   uint64_t pidNamespace_ = 0;

@@ -2,9 +2,10 @@
 // (transport/verbs/missing.cc stands in elsewhere): available where a device has an active port
 // (device.h), and then picked by default between hosts, before ofi, ucx and tcp; reaches every
 // peer.
+#include "transport/backend.h"
+
 #include <fmt/format.h>
 
-#include "transport/backend.h"
 #include "transport/verbs/device.h"
 #include "transport/verbs/verbs.h"
 

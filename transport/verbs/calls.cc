@@ -55,7 +55,9 @@ std::atomic<bool> gModel{false};
 
 }  // namespace
 
-const VerbsCalls& verbsCalls() { return gModel.load(std::memory_order_acquire) ? modelCalls() : kLibibverbs; }
+const VerbsCalls& verbsCalls() {
+  return gModel.load(std::memory_order_acquire) ? modelCalls() : kLibibverbs;
+}
 
 void useVerbsModel(bool on) { gModel.store(on, std::memory_order_release); }
 

@@ -23,22 +23,22 @@ namespace braid::transport::verbs {
 struct QueuePair {
   ibv_qp* qp = nullptr;
   PeerState* peer = nullptr;
-  int index = 0;         // among the peer's queue pairs
-  int outstanding = 0;   // send queue entries in use
-  int signaledSince = 0; // unsignaled entries posted since the last signaled one
+  int index = 0;          // among the peer's queue pairs
+  int outstanding = 0;    // send queue entries in use
+  int signaledSince = 0;  // unsignaled entries posted since the last signaled one
 };
 
 /// One peer. `alive` is read by any thread; the rest belongs to mutex_'s holder.
 struct PeerState : NetworkPeer {
   std::vector<QueuePair> qps;
-  Published theirs;                // what it published for us (connectPeers)
-  AlignedBuffer control;           // the control block (wire.h): in half, then out half
+  Published theirs;       // what it published for us (connectPeers)
+  AlignedBuffer control;  // the control block (wire.h): in half, then out half
   ibv_mr* controlMr = nullptr;
-  net::PeerHello hello;            // pid and whether it runs on this host (from its address)
-  Clock::time_point lastHeard{};   // any write from it arrived
-  Clock::time_point lastSent{};    // any write to it was issued
+  net::PeerHello hello;           // pid and whether it runs on this host (from its address)
+  Clock::time_point lastHeard{};  // any write from it arrived
+  Clock::time_point lastSent{};   // any write to it was issued
   bool abortSent = false;
-  int nextQp = 0;                  // round robin of messages over the queue pairs
+  int nextQp = 0;  // round robin of messages over the queue pairs
 };
 
 /// wr_ids, told apart by their low two bits: 0, a data write's SendSlot (8-byte aligned);
@@ -56,8 +56,8 @@ struct SendSlot {
   VerbsSendChannel* channel = nullptr;
   /// 1 while a write from this slot is in flight (set and cleared under mutex_).
   std::atomic<uint8_t> busy{0};
-  size_t bytes = 0;    // of the write in flight (header + payload), for errors
-  int entries = 0;     // send queue entries it took
+  size_t bytes = 0;  // of the write in flight (header + payload), for errors
+  int entries = 0;   // send queue entries it took
   QueuePair* qp = nullptr;
 };
 

@@ -82,9 +82,9 @@ void VerbsTransport::connectQueuePairs(PeerState& peer, const Published& theirs)
       attr.ah_attr.grh.hop_limit = 64;
     }
     if (int rc = verbsCalls().modify_qp(qp.qp, &attr,
-                               IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER);
+                                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                            IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                            IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
         rc != 0) {
       fail(ErrorCode::kSystemError,
            "rank {}: verbs: queue pair {} to peer rank {} -> RTR (its qpn {:#x}, {} {}) failed: {} "
@@ -101,8 +101,9 @@ void VerbsTransport::connectQueuePairs(PeerState& peer, const Published& theirs)
     attr.rnr_retry = 7;  // receives always come back: retry an RNR without limit
     attr.max_rd_atomic = 1;
     if (int rc = verbsCalls().modify_qp(qp.qp, &attr,
-                               IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+                                        IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+                                            IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                            IBV_QP_MAX_QP_RD_ATOMIC);
         rc != 0) {
       fail(ErrorCode::kSystemError,
            "rank {}: verbs: queue pair {} to peer rank {} -> RTS failed: {} (device {})", rank,

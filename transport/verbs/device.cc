@@ -51,7 +51,8 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
                            *forced, c->name, c->port, attr.gid_tbl_len - 1);
       return false;
     }
-    if (verbsCalls().query_gid(context, static_cast<uint8_t>(c->port), static_cast<int>(*forced), &c->gid) != 0 ||
+    if (verbsCalls().query_gid(context, static_cast<uint8_t>(c->port), static_cast<int>(*forced),
+                               &c->gid) != 0 ||
         zeroGid(c->gid)) {
       c->why = fmt::format("BRAID_VERBS_GID_INDEX={}: {} port {} has no GID there", *forced,
                            c->name, c->port);
@@ -65,8 +66,8 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
   ibv_gid firstV2Gid{};
   for (int i = 0; i < attr.gid_tbl_len; ++i) {
     ibv_gid_entry entry{};
-    if (verbsCalls().query_gid_ex(context, static_cast<uint32_t>(c->port), static_cast<uint32_t>(i), &entry,
-                         0) != 0) {
+    if (verbsCalls().query_gid_ex(context, static_cast<uint32_t>(c->port), static_cast<uint32_t>(i),
+                                  &entry, 0) != 0) {
       continue;  // an empty entry (ENODATA)
     }
     if (entry.gid_type != IBV_GID_TYPE_ROCE_V2 || zeroGid(entry.gid)) continue;
@@ -87,7 +88,8 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
     c->gidHow = "the first RoCE v2 GID (none IPv4-mapped)";
     return true;
   }
-  if (verbsCalls().query_gid(context, static_cast<uint8_t>(c->port), 0, &c->gid) == 0 && !zeroGid(c->gid)) {
+  if (verbsCalls().query_gid(context, static_cast<uint8_t>(c->port), 0, &c->gid) == 0 &&
+      !zeroGid(c->gid)) {
     c->gidIndex = 0;
     c->gidHow = "GID 0 (no RoCE v2 GID listed)";
     return true;
@@ -127,7 +129,8 @@ DeviceChoice lookUp(const std::string& forced) {
       continue;
     }
     ibv_device_attr deviceAttr{};
-    const int ports = verbsCalls().query_device(context, &deviceAttr) == 0 ? deviceAttr.phys_port_cnt : 0;
+    const int ports =
+        verbsCalls().query_device(context, &deviceAttr) == 0 ? deviceAttr.phys_port_cnt : 0;
     for (int p = 1; p <= ports; ++p) {
       ibv_port_attr attr{};
       if (verbsCalls().query_port(context, static_cast<uint8_t>(p), &attr) != 0) continue;
@@ -178,9 +181,9 @@ std::string gidText(const ibv_gid& gid) {
 DeviceChoice chooseDevice() {
   static std::mutex mutex;
   static std::map<std::tuple<std::string, std::string, bool>, DeviceChoice> cache;
-  const auto key = std::make_tuple(envString("BRAID_VERBS_DEVICE").value_or(""),
-                                   envString("BRAID_VERBS_GID_INDEX").value_or(""),
-                                   usingVerbsModel());
+  const auto key =
+      std::make_tuple(envString("BRAID_VERBS_DEVICE").value_or(""),
+                      envString("BRAID_VERBS_GID_INDEX").value_or(""), usingVerbsModel());
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) {

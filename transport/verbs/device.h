@@ -15,18 +15,18 @@
 namespace braid::transport::verbs {
 
 struct DeviceChoice {
-  bool usable = false;     ///< a device with an active port (and, on Ethernet, a GID) was found
-  std::string name;        ///< ibv_get_device_name: "rxe0", "mlx5_0"
-  int port = 1;            ///< its port number (1-based)
-  bool ethernet = false;   ///< link layer Ethernet (RoCE): addressed by GID, not LID
-  int gidIndex = -1;       ///< the GID table index used (-1: none, InfiniBand without a GRH)
-  ibv_gid gid{};           ///< that GID
-  uint16_t lid = 0;        ///< the port's LID (InfiniBand)
+  bool usable = false;         ///< a device with an active port (and, on Ethernet, a GID) was found
+  std::string name;            ///< ibv_get_device_name: "rxe0", "mlx5_0"
+  int port = 1;                ///< its port number (1-based)
+  bool ethernet = false;       ///< link layer Ethernet (RoCE): addressed by GID, not LID
+  int gidIndex = -1;           ///< the GID table index used (-1: none, InfiniBand without a GRH)
+  ibv_gid gid{};               ///< that GID
+  uint16_t lid = 0;            ///< the port's LID (InfiniBand)
   ibv_mtu mtu = IBV_MTU_1024;  ///< the port's active MTU
-  std::string how;         ///< how it was chosen ("BRAID_VERBS_DEVICE", "the first active port")
-  std::string gidHow;      ///< how the GID was chosen
-  std::string why;         ///< !usable: what failed, in one line
-  std::string listed;      ///< every device and its ports' states, for messages
+  std::string how;     ///< how it was chosen ("BRAID_VERBS_DEVICE", "the first active port")
+  std::string gidHow;  ///< how the GID was chosen
+  std::string why;     ///< !usable: what failed, in one line
+  std::string listed;  ///< every device and its ports' states, for messages
 };
 
 /// The device for the current BRAID_VERBS_DEVICE and BRAID_VERBS_GID_INDEX (looked up once per

@@ -93,14 +93,16 @@ ibv_wc completion(uint64_t wrId, ibv_wc_status status, ibv_wc_opcode op, uint32_
 void toError(ModelQp& qp) {
   qp.state = IBV_QPS_ERR;
   while (!qp.receives.empty()) {
-    complete(qp.recvCq, completion(qp.receives.front(), IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, qp.qp.qp_num));
+    complete(qp.recvCq,
+             completion(qp.receives.front(), IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, qp.qp.qp_num));
     qp.receives.pop_front();
   }
 }
 
 void deliverPending(ModelQp& qp) {
   while (!qp.pending.empty() && !qp.receives.empty()) {
-    ibv_wc wc = completion(qp.receives.front(), IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, qp.qp.qp_num);
+    ibv_wc wc =
+        completion(qp.receives.front(), IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, qp.qp.qp_num);
     wc.imm_data = qp.pending.front().imm;
     wc.byte_len = qp.pending.front().bytes;
     wc.wc_flags = IBV_WC_WITH_IMM;
@@ -134,7 +136,8 @@ ibv_wc_status write(Model& m, ModelQp& qp, const ibv_send_wr& wr) {
   if (wr.opcode != IBV_WR_RDMA_WRITE && wr.opcode != IBV_WR_RDMA_WRITE_WITH_IMM) {
     return IBV_WC_LOC_QP_OP_ERR;
   }
-  const bool control = wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM && (ntohl(wr.imm_data) & kControlImm);
+  const bool control =
+      wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM && (ntohl(wr.imm_data) & kControlImm);
   if (!control && m.failWrites > 0) {
     --m.failWrites;
     return m.failStatus;
@@ -187,7 +190,8 @@ int postSend(ibv_qp* base, ibv_send_wr* wr, ibv_send_wr** bad) {
   }
   for (ibv_send_wr* w = wr; w != nullptr; w = w->next) {
     if (qp.state == IBV_QPS_ERR) {
-      complete(qp.sendCq, completion(w->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qp.qp.qp_num));
+      complete(qp.sendCq,
+               completion(w->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_WRITE, qp.qp.qp_num));
       continue;
     }
     const ibv_wc_status status = write(m, qp, *w);
@@ -308,7 +312,8 @@ const VerbsCalls kModel = {
     },
     [](ibv_context* context, uint32_t port, uint32_t index, ibv_gid_entry* entry, uint32_t) {
       *entry = ibv_gid_entry{};
-      if (kModel.query_gid(context, static_cast<uint8_t>(port), static_cast<int>(index), &entry->gid) != 0) {
+      if (kModel.query_gid(context, static_cast<uint8_t>(port), static_cast<int>(index),
+                           &entry->gid) != 0) {
         return ENODATA;
       }
       entry->gid_index = index;

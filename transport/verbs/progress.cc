@@ -19,9 +19,10 @@ namespace braid::transport::verbs {
 
 namespace {
 
-constexpr double kDrainSeconds = 1;                         // teardown: a step without progress
-constexpr auto kHeartbeatEvery = std::chrono::seconds(1);   // to a peer nothing went to for this long
-constexpr int kBatch = 16;                                  // completions per ibv_poll_cq
+constexpr double kDrainSeconds = 1;  // teardown: a step without progress
+constexpr auto kHeartbeatEvery =
+    std::chrono::seconds(1);  // to a peer nothing went to for this long
+constexpr int kBatch = 16;    // completions per ibv_poll_cq
 
 /// What an IBV_WC_* status means for braid, in a few words.
 const char* statusHint(ibv_wc_status status) {
@@ -56,9 +57,9 @@ uint64_t loadWord(const char* at) {
 
 std::string VerbsTransport::opText(const PeerState& peer, const char* op, size_t bytes,
                                    int channel) const {
-  return channel >= 0
-             ? fmt::format("{} of {} bytes on channel {} to peer rank {}", op, bytes, channel, peer.rank)
-             : fmt::format("{} of {} bytes to peer rank {}", op, bytes, peer.rank);
+  return channel >= 0 ? fmt::format("{} of {} bytes on channel {} to peer rank {}", op, bytes,
+                                    channel, peer.rank)
+                      : fmt::format("{} of {} bytes to peer rank {}", op, bytes, peer.rank);
 }
 
 bool VerbsTransport::drainQueue(int rounds) {
@@ -98,8 +99,9 @@ void VerbsTransport::onCompletion(const ibv_wc& wc) {
       peer.lastHeard = Clock::now();
       const uint32_t imm = ntohl(wc.imm_data);
       if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0) {
-        markDead(peer, fmt::format("a completion without an immediate (opcode {})",
-                                   static_cast<int>(wc.opcode)),
+        markDead(peer,
+                 fmt::format("a completion without an immediate (opcode {})",
+                             static_cast<int>(wc.opcode)),
                  true);
       } else if ((imm & kControlImm) != 0) {
         onControlWrite(peer, imm);
@@ -115,8 +117,9 @@ void VerbsTransport::onDataWrite(PeerState& peer, uint32_t imm) {
   const uint32_t slots = static_cast<uint32_t>(config_.slots);
   const uint32_t channel = imm / slots, slot = imm % slots;
   if (channel >= static_cast<uint32_t>(config_.channels)) {
-    markDead(peer, fmt::format("a write with immediate {:#x} names channel {} of {}", imm, channel,
-                               config_.channels),
+    markDead(peer,
+             fmt::format("a write with immediate {:#x} names channel {} of {}", imm, channel,
+                         config_.channels),
              true);
     return;
   }
@@ -159,16 +162,18 @@ void VerbsTransport::onControlWrite(PeerState& peer, uint32_t imm) {
     default:
       break;
   }
-  markDead(peer, fmt::format("a control write with immediate {:#x} (type {}, channel {})", imm, type,
-                             channel),
-           true);
+  markDead(
+      peer,
+      fmt::format("a control write with immediate {:#x} (type {}, channel {})", imm, type, channel),
+      true);
 }
 
 void VerbsTransport::onError(const ibv_wc& wc) {
   const bool flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
   const char* hint = statusHint(wc.status);
-  const std::string status = fmt::format("{} ({}{}vendor error {:#x})", ibv_wc_status_str(wc.status),
-                                         hint, *hint ? "; " : "", wc.vendor_err);
+  const std::string status =
+      fmt::format("{} ({}{}vendor error {:#x})", ibv_wc_status_str(wc.status), hint,
+                  *hint ? "; " : "", wc.vendor_err);
   PeerState* peer = nullptr;
   std::string what;
   switch (wrTag(wc.wr_id)) {
@@ -177,8 +182,8 @@ void VerbsTransport::onError(const ibv_wc& wc) {
       slot.qp->outstanding -= slot.entries;
       slot.busy.store(0, std::memory_order_release);
       peer = slot.qp->peer;
-      what = opText(*peer, "writing a slot (RDMA_WRITE_WITH_IMM)", slot.bytes,
-                    slot.channel->channel_);
+      what =
+          opText(*peer, "writing a slot (RDMA_WRITE_WITH_IMM)", slot.bytes, slot.channel->channel_);
       break;
     }
     case kWrControl:
@@ -209,9 +214,10 @@ void VerbsTransport::postReceive(QueuePair& qp) {
   wr.wr_id = wrId(kWrReceive, qp.peer->rank, qp.index);
   wr.num_sge = 0;  // writes with an immediate consume a receive but place no data through it
   if (int rc = verbsCalls().post_recv(qp.qp, &wr, &bad); rc != 0) {
-    markDead(*qp.peer,
-             fmt::format("posting a receive on queue pair {} failed: {}", qp.index, std::strerror(rc)),
-             false);
+    markDead(
+        *qp.peer,
+        fmt::format("posting a receive on queue pair {} failed: {}", qp.index, std::strerror(rc)),
+        false);
   }
 }
 
@@ -242,7 +248,8 @@ bool VerbsTransport::issueSend(VerbsSendChannel& channel, uint64_t n) {
     wr.num_sge = 1;
     wr.opcode = last ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
     wr.send_flags = last ? IBV_SEND_SIGNALED : 0;
-    if (last) wr.imm_data = htonl(dataImmediate(channel.channel_, static_cast<int>(index), config_.slots));
+    if (last)
+      wr.imm_data = htonl(dataImmediate(channel.channel_, static_cast<int>(index), config_.slots));
     wr.wr.rdma.remote_addr = remote + offset;
     wr.wr.rdma.rkey = region.key;
     wr.next = last ? nullptr : &wrs[e + 1];

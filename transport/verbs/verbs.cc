@@ -68,11 +68,11 @@ VerbsTransport::VerbsTransport(const EndpointConfig& config, KeyValue& kv)
   peers_.resize(static_cast<size_t>(config.size));
   const int rank = config.rank;
   BRAID_ENFORCE(device_.usable, ErrorCode::kInvalidUsage, "rank {}: verbs: {}", rank, device_.why);
-  BRAID_ENFORCE(static_cast<uint64_t>(config.channels) * static_cast<uint64_t>(config.slots) <
-                    kControlImm,
-                ErrorCode::kInvalidUsage,
-                "rank {}: verbs transport: {} channels x {} slots exceed its 31-bit immediate",
-                rank, config.channels, config.slots);
+  BRAID_ENFORCE(
+      static_cast<uint64_t>(config.channels) * static_cast<uint64_t>(config.slots) < kControlImm,
+      ErrorCode::kInvalidUsage,
+      "rank {}: verbs transport: {} channels x {} slots exceed its 31-bit immediate", rank,
+      config.channels, config.slots);
   try {
     openDevice();
     pidNamespace_ = pidNamespace();
@@ -88,7 +88,8 @@ VerbsTransport::VerbsTransport(const EndpointConfig& config, KeyValue& kv)
       peer->rank = p;
       peer->control = allocateSlots(layout.bytes(), kName);
       std::memset(peer->control.get(), 0, layout.bytes());
-      peer->controlMr = registerMemory(peer->control.get(), layout.bytes(), "a control block", true);
+      peer->controlMr =
+          registerMemory(peer->control.get(), layout.bytes(), "a control block", true);
       trackPeer(peer.get());
       peers_[p] = std::move(peer);
       createQueuePairs(*peers_[p]);
@@ -100,14 +101,14 @@ VerbsTransport::VerbsTransport(const EndpointConfig& config, KeyValue& kv)
       kv.set(fmt::format("{}/verbs/{}/{}", config.jobId, rank, p),
              encodePublished(ownAddress(*peers_[p])));
     }
-    BRAID_INFO("rank {}: verbs: device {} port {} ({}, {}){}; {} queue pair(s) per peer, writes of "
-               "at most {} bytes, timeout {} retry {}",
-               rank, device_.name, device_.port, device_.how,
-               device_.ethernet ? "RoCE" : "InfiniBand",
-               device_.gidIndex >= 0 ? fmt::format(", GID {} {} ({})", device_.gidIndex,
-                                                   gidText(device_.gid), device_.gidHow)
-                                     : std::string(),
-               settings_.qps, settings_.chunkBytes, settings_.timeout, settings_.retry);
+    BRAID_INFO(
+        "rank {}: verbs: device {} port {} ({}, {}){}; {} queue pair(s) per peer, writes of "
+        "at most {} bytes, timeout {} retry {}",
+        rank, device_.name, device_.port, device_.how, device_.ethernet ? "RoCE" : "InfiniBand",
+        device_.gidIndex >= 0 ? fmt::format(", GID {} {} ({})", device_.gidIndex,
+                                            gidText(device_.gid), device_.gidHow)
+                              : std::string(),
+        settings_.qps, settings_.chunkBytes, settings_.timeout, settings_.retry);
   } catch (...) {
     cleanup();  // the destructor does not run for a throwing constructor
     throw;
@@ -126,7 +127,8 @@ void VerbsTransport::openDevice() {
   BRAID_ENFORCE(list != nullptr, ErrorCode::kSystemError,
                 "rank {}: verbs: ibv_get_device_list failed: {}", rank, std::strerror(errno));
   for (int d = 0; d < count && context_ == nullptr; ++d) {
-    if (device_.name == verbsCalls().get_device_name(list[d])) context_ = verbsCalls().open_device(list[d]);
+    if (device_.name == verbsCalls().get_device_name(list[d]))
+      context_ = verbsCalls().open_device(list[d]);
   }
   const int error = errno;
   verbsCalls().free_device_list(list);
@@ -152,11 +154,13 @@ void VerbsTransport::openDevice() {
   sendDepth_ = static_cast<int>(std::min<size_t>(perQp * (chunks + 1) + 16, attr.max_qp_wr));
   recvDepth_ = static_cast<int>(std::min<size_t>(2 * perQp + 16, attr.max_qp_wr));
   // A message's writes must fit the send queue: larger chunks where it is short.
-  while (static_cast<size_t>(sendDepth_) < 2 * ((stride + settings_.chunkBytes - 1) / settings_.chunkBytes) + 4) {
+  while (static_cast<size_t>(sendDepth_) <
+         2 * ((stride + settings_.chunkBytes - 1) / settings_.chunkBytes) + 4) {
     settings_.chunkBytes *= 2;
   }
   int peers = 0;
-  for (int p = 0; p < config_.size; ++p) peers += p != config_.rank && config_.peerKinds[p] == Kind::kVerbs;
+  for (int p = 0; p < config_.size; ++p)
+    peers += p != config_.rank && config_.peerKinds[p] == Kind::kVerbs;
   const size_t cqe = static_cast<size_t>(peers) * settings_.qps * (sendDepth_ + recvDepth_) + 16;
   BRAID_ENFORCE(cqe <= static_cast<size_t>(attr.max_cqe), ErrorCode::kInvalidUsage,
                 "rank {}: verbs: {} peers x {} queue pairs need a completion queue of {} entries, "
@@ -164,7 +168,8 @@ void VerbsTransport::openDevice() {
                 rank, peers, settings_.qps, cqe, device_.name, attr.max_cqe);
   cq_ = verbsCalls().create_cq(context_, static_cast<int>(cqe), nullptr, events_, 0);
   if (cq_ == nullptr) failCall(rank, "ibv_create_cq", errno, device_.name);
-  if (int rc = verbsCalls().req_notify_cq(cq_, 0); rc != 0) failCall(rank, "ibv_req_notify_cq", rc, device_.name);
+  if (int rc = verbsCalls().req_notify_cq(cq_, 0); rc != 0)
+    failCall(rank, "ibv_req_notify_cq", rc, device_.name);
 }
 
 void VerbsTransport::createQueuePairs(PeerState& peer) {
@@ -196,8 +201,8 @@ void VerbsTransport::createQueuePairs(PeerState& peer) {
     attr.pkey_index = 0;
     attr.port_num = static_cast<uint8_t>(device_.port);
     attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
-    if (int rc = verbsCalls().modify_qp(qp.qp, &attr,
-                               IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    if (int rc = verbsCalls().modify_qp(
+            qp.qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
         rc != 0) {
       fail(ErrorCode::kSystemError, "rank {}: verbs: queue pair {} to peer rank {} -> INIT: {}",
            rank, q, peer.rank, std::strerror(rc));

@@ -34,11 +34,11 @@ using VerbsBase = QueueEndpoint<VerbsTransport, PeerState, SendSlot, RecvSlot>;
 
 /// The settings a VerbsTransport reads once (BRAID_VERBS_*).
 struct Settings {
-  int qps = 1;                 ///< BRAID_VERBS_QPS: queue pairs per peer (1..16)
-  size_t chunkBytes = 1 << 20; ///< BRAID_VERBS_CHUNK_BYTES: the largest single RDMA_WRITE
-  int timeout = 14;            ///< BRAID_VERBS_TIMEOUT: local ACK timeout, 4.096 us x 2^timeout
-  int retry = 7;               ///< BRAID_VERBS_RETRY: retransmissions before IBV_WC_RETRY_EXC_ERR
-  double peerTimeout = 30;     ///< BRAID_VERBS_PEER_TIMEOUT: silence that counts as death (s)
+  int qps = 1;                  ///< BRAID_VERBS_QPS: queue pairs per peer (1..16)
+  size_t chunkBytes = 1 << 20;  ///< BRAID_VERBS_CHUNK_BYTES: the largest single RDMA_WRITE
+  int timeout = 14;             ///< BRAID_VERBS_TIMEOUT: local ACK timeout, 4.096 us x 2^timeout
+  int retry = 7;                ///< BRAID_VERBS_RETRY: retransmissions before IBV_WC_RETRY_EXC_ERR
+  double peerTimeout = 30;      ///< BRAID_VERBS_PEER_TIMEOUT: silence that counts as death (s)
 };
 Settings readSettings(int rank);
 
@@ -116,9 +116,9 @@ class VerbsTransport final : public VerbsBase {
   ibv_pd* pd_ = nullptr;
   ibv_comp_channel* events_ = nullptr;
   ibv_cq* cq_ = nullptr;
-  int sendDepth_ = 0;   // send queue entries per queue pair
-  int recvDepth_ = 0;   // receives posted per queue pair
-  uint32_t psn_ = 0;    // first packet sequence number of this rank's queue pairs
+  int sendDepth_ = 0;  // send queue entries per queue pair
+  int recvDepth_ = 0;  // receives posted per queue pair
+  uint32_t psn_ = 0;   // first packet sequence number of this rank's queue pairs
   std::unordered_map<const void*, ibv_mr*> regions_;  // registrations by buffer (each once)
   std::vector<ibv_mr*> mrs_;
   std::unordered_map<uint32_t, QueuePair*> byQpn_;

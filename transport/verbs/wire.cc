@@ -9,7 +9,8 @@ namespace braid::transport::verbs {
 std::string encodePublished(const Published& p) {
   std::string bytes(reinterpret_cast<const char*>(&p.address), sizeof p.address);
   bytes.append(reinterpret_cast<const char*>(p.qpns.data()), p.qpns.size() * sizeof(uint32_t));
-  bytes.append(reinterpret_cast<const char*>(p.regions.data()), p.regions.size() * sizeof(SlotRegion));
+  bytes.append(reinterpret_cast<const char*>(p.regions.data()),
+               p.regions.size() * sizeof(SlotRegion));
   return toHex(bytes.data(), bytes.size());
 }
 
@@ -28,12 +29,14 @@ std::optional<Published> decodePublished(const std::string& text, const PeerAddr
       a.slots != expect.slots || a.slotStride != expect.slotStride) {
     *why = fmt::format(
         "it has version {}, {} queue pairs, {} channels, {} slots of {} bytes; this rank version "
-        "{}, {}, {}, {} of {} (set BRAID_VERBS_QPS and the communicator's options alike everywhere)",
+        "{}, {}, {}, {} of {} (set BRAID_VERBS_QPS and the communicator's options alike "
+        "everywhere)",
         a.version, a.qps, a.channels, a.slots, a.slotStride, expect.version, expect.qps,
         expect.channels, expect.slots, expect.slotStride);
     return std::nullopt;
   }
-  const size_t want = sizeof(PeerAddress) + a.qps * sizeof(uint32_t) + a.channels * sizeof(SlotRegion);
+  const size_t want =
+      sizeof(PeerAddress) + a.qps * sizeof(uint32_t) + a.channels * sizeof(SlotRegion);
   if (bytes.size() != want) {
     *why = fmt::format("{} bytes where {} queue pairs and {} channels make {}", bytes.size(), a.qps,
                        a.channels, want);

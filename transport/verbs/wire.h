@@ -31,7 +31,8 @@ enum ImmType : uint32_t { kImmCredit = 1, kImmAbort = 2, kImmHeartbeat = 3 };
 inline constexpr uint32_t kMaxImmChannel = 1u << 24;
 
 inline uint32_t dataImmediate(int channel, int slot, int slots) {
-  return static_cast<uint32_t>(channel) * static_cast<uint32_t>(slots) + static_cast<uint32_t>(slot);
+  return static_cast<uint32_t>(channel) * static_cast<uint32_t>(slots) +
+         static_cast<uint32_t>(slot);
 }
 inline uint32_t controlImmediate(ImmType type, uint32_t channel) {
   return kControlImm | (static_cast<uint32_t>(type) << 24) | channel;
@@ -61,13 +62,13 @@ struct PeerAddress {
   uint32_t qps = 0;
   uint32_t channels = 0;
   uint32_t slots = 0;
-  uint64_t slotStride = 0;   ///< bytes between receive slots (SlotHeader + payload, 64-aligned)
+  uint64_t slotStride = 0;  ///< bytes between receive slots (SlotHeader + payload, 64-aligned)
   uint16_t lid = 0;
-  uint8_t ethernet = 0;      ///< RoCE: reach it by GID
-  uint8_t mtu = 0;           ///< ibv_mtu of its port
-  uint32_t psn = 0;          ///< the first packet sequence number of its queue pairs
+  uint8_t ethernet = 0;  ///< RoCE: reach it by GID
+  uint8_t mtu = 0;       ///< ibv_mtu of its port
+  uint32_t psn = 0;      ///< the first packet sequence number of its queue pairs
   uint8_t gid[16] = {};
-  uint64_t hostId = 0;       ///< hostId(): a peer on this host is checked by pid
+  uint64_t hostId = 0;  ///< hostId(): a peer on this host is checked by pid
   uint64_t pidNamespace = 0;
   uint64_t pid = 0;
   uint64_t controlAddress = 0;  ///< its control block's `in` half (virtual address)
