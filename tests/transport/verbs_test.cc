@@ -347,6 +347,56 @@ INSTANTIATE_TEST_SUITE_P(Statuses, VerbsModel,
                                                                                  : "RemoteAccess");
                          });
 
+// A write whose immediate names no channel, or a slot out of turn: a protocol error from the
+// writer (peerAbort() names it and the rule broken), the writer dead for the receiver.
+class VerbsModelProtocol : public ::testing::TestWithParam<uint32_t> {
+ protected:
+  void SetUp() override { verbs::useVerbsModel(true); }
+  void TearDown() override {
+    verbs::replaceNextModelImmediate(0);
+    verbs::useVerbsModel(false);
+  }
+};
+
+TEST_P(VerbsModelProtocol, ABadImmediateIsTheWritersProtocolError) {
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("verbs-model-imm");
+  std::barrier connected(2);
+  std::string abort;
+  auto errors = runRanks(2, [&](int rank) {
+    EndpointConfig c = makeConfig(rank, 2, {Kind::kVerbs, Kind::kVerbs}, jobId);
+    c.channels = 2;
+    c.slots = 4;
+    auto ep = connect(c, kv);
+    connected.arrive_and_wait();
+    if (rank == 0) {
+      verbs::replaceNextModelImmediate(GetParam());
+      void* slot = ep->send(1, 0).tryAcquire();
+      if (slot == nullptr) throw std::runtime_error("no slot");
+      ep->send(1, 0).post(16, MessageMeta{});
+    } else {
+      if (!waitFor(
+              *ep, [&] { return ep->peerAbort().has_value(); }, 5)) {
+        throw std::runtime_error("rank 1: no protocol error seen");
+      }
+      abort = ep->peerAbort()->second;
+      if (ep->peerAlive(0)) throw std::runtime_error("rank 1: rank 0 still alive");
+    }
+    connected.arrive_and_wait();
+  });
+  expectOk(errors);
+  EXPECT_EQ(abort.rfind("protocol error from rank 0: ", 0), 0u) << abort;
+  // 2 channels x 4 slots: 8 names channel 2 of 2; 3 is channel 0's slot 3, three turns early.
+  EXPECT_NE(abort.find(GetParam() == 8 ? "names channel 2 of 2" : "expected seq"),
+            std::string::npos)
+      << abort;
+}
+
+INSTANTIATE_TEST_SUITE_P(Immediates, VerbsModelProtocol, ::testing::Values(8u, 3u),
+                         [](const auto& info) {
+                           return std::string(info.param == 8 ? "NoSuchChannel" : "SlotOutOfTurn");
+                         });
+
 // A peer whose endpoint is gone (its queue pairs destroyed) while this rank still writes to it:
 // the write fails (no acknowledgement) and the peer is dead; a rank of this process cannot be
 // checked by pid, so only the failed write says so.

@@ -53,4 +53,8 @@ bool usingVerbsModel();
 /// NIC reports a lost peer (IBV_WC_RETRY_EXC_ERR) or a refused key (IBV_WC_REM_ACCESS_ERR).
 void failNextModelWrites(int count, ibv_wc_status status);
 
+/// Tests, model only: the next data write with an immediate anywhere carries `imm` instead (a
+/// peer that breaks the protocol: an immediate naming no slot, a slot out of turn).
+void replaceNextModelImmediate(uint32_t imm);
+
 }  // namespace braid::transport::verbs

@@ -60,6 +60,8 @@ struct Model {
   uint32_t nextQpn = 0x100;
   uint32_t nextKey = 0x1000;
   int failWrites = 0;
+  bool replaceImm = false;
+  uint32_t imm = 0;
   ibv_wc_status failStatus = IBV_WC_RETRY_EXC_ERR;
   std::mt19937 random{12345};
   Model() { std::strcpy(device.name, "model0"); }
@@ -168,7 +170,12 @@ ibv_wc_status write(Model& m, ModelQp& qp, const ibv_send_wr& wr) {
     at += wr.sg_list[s].length;
   }
   if (wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
-    peer.pending.push_back({wr.imm_data, static_cast<uint32_t>(bytes)});
+    uint32_t imm = wr.imm_data;
+    if (!control && m.replaceImm) {
+      m.replaceImm = false;
+      imm = htonl(m.imm);
+    }
+    peer.pending.push_back({imm, static_cast<uint32_t>(bytes)});
     deliverPending(peer);
   }
   return IBV_WC_SUCCESS;
@@ -433,6 +440,13 @@ void failNextModelWrites(int count, ibv_wc_status status) {
   std::lock_guard<std::mutex> lock(m.mutex);
   m.failWrites = count;
   m.failStatus = status;
+}
+
+void replaceNextModelImmediate(uint32_t imm) {
+  Model& m = model();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.replaceImm = true;
+  m.imm = imm;
 }
 
 }  // namespace braid::transport::verbs
