@@ -4,8 +4,8 @@
 // _RETRY) on a device (tools/rxe-vm: the rxe.verbs test), else over the model, the published
 // address's checks; over the software model of libibverbs (everywhere): error completions (a lost
 // peer's IBV_WC_RETRY_EXC_ERR, a refused key's IBV_WC_REM_ACCESS_ERR, an endpoint that is gone)
-// seen on both sides. Traffic, flow control, peers that die: conformance_test and
-// rdma_collectives_test.
+// seen on both sides, and a bad immediate as the writer's protocol error. Traffic, flow control,
+// peers that die: conformance_test and rdma_collectives_test.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <stdlib.h>
