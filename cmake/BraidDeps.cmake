@@ -45,6 +45,16 @@ if(NOT BRAID_WITH_OFI STREQUAL "OFF" AND PKG_CONFIG_FOUND)
 endif()
 braid_resolve(OFI _ofi_found "no libfabric found (apt-get install libfabric-dev)")
 
+# libibverbs (the verbs transport, rdma-core).
+set(_verbs_found FALSE)
+if(NOT BRAID_WITH_VERBS STREQUAL "OFF" AND PKG_CONFIG_FOUND)
+  pkg_check_modules(VERBS QUIET IMPORTED_TARGET libibverbs)
+  if(VERBS_FOUND)
+    set(_verbs_found TRUE)
+  endif()
+endif()
+braid_resolve(VERBS _verbs_found "no libibverbs found (apt-get install libibverbs-dev)")
+
 # CUDA (device kernels and transports): only where nvcc exists.
 set(_cuda_found FALSE)
 if(NOT BRAID_WITH_CUDA STREQUAL "OFF")

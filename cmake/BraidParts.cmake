@@ -3,10 +3,11 @@
 # tools/quickstart asks for every part whose dependencies tools/install-deps provides as ON, so a
 # new machine never loses one silently. braid_report_parts() prints one line with every part's
 # state and writes it to braid-parts.txt for the suite.parts test.
-set(BRAID_PARTS CUDA UCX OFI MPI HWLOC TORCH TORCH2 TRAINER FUZZ)
+set(BRAID_PARTS CUDA UCX OFI VERBS MPI HWLOC TORCH TORCH2 TRAINER FUZZ)
 set(_braid_part_doc_CUDA "device kernels, the CUDA IPC transport and DeviceCommunicator (nvcc)")
 set(_braid_part_doc_UCX "the UCX transport between hosts (libucx-dev)")
 set(_braid_part_doc_OFI "the libfabric (ofi) transport between hosts (libfabric-dev)")
+set(_braid_part_doc_VERBS "the ibverbs RC transport between hosts (libibverbs-dev)")
 set(_braid_part_doc_MPI "the MPI bootstrap and the bench's MPI baseline (libopenmpi-dev)")
 set(_braid_part_doc_HWLOC "hwloc topology discovery (libhwloc-dev)")
 set(_braid_part_doc_TORCH "braid_torch, the PyTorch backend (python3-torch libtorch-dev)")

@@ -132,18 +132,19 @@ class MissingBackend final : public Backend {
   std::string why_;
 };
 
-/// Every backend, best first (cuda_ipc > shm > ofi > ucx > tcp; ofi only when automatic()), including those this build lacks
+/// Every backend, best first (cuda_ipc > shm > verbs > ofi > ucx > tcp; ofi only when automatic()), including those this build lacks
 /// (available() says why).
 const std::vector<const Backend*>& backends();
 /// The backend of `kind`, or nullptr (kSelf).
 const Backend* findBackend(Kind kind);
 
 // The backends, each defined in its folder's backend.cc (its missing.cc stands in where the
-// build lacks what it needs: UCX, libfabric, CUDA).
+// build lacks what it needs: UCX, libfabric, libibverbs, CUDA).
 const Backend& cudaIpcBackend();
 const Backend& shmBackend();
 const Backend& tcpBackend();
 const Backend& ucxBackend();
 const Backend& ofiBackend();
+const Backend& verbsBackend();
 
 }  // namespace braid::transport

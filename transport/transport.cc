@@ -1,5 +1,5 @@
 // connect(): the composite endpoint that puts the backends' peers (transport/backend.h: cuda_ipc,
-// shm, ucx, tcp) behind one Endpoint and one doorbell (the one a backend's peers ring directly:
+// shm, verbs, ofi, ucx, tcp) behind one Endpoint and one doorbell (the one a backend's peers ring directly:
 // this rank's shm inbox or cuda_ipc control record, else a private word the tcp and ucx progress
 // threads ring); the backend registry and the choice of a backend per peer.
 #include "transport/transport.h"
@@ -15,8 +15,8 @@
 namespace braid::transport {
 
 const std::vector<const Backend*>& backends() {
-  static const std::vector<const Backend*> all = {&cudaIpcBackend(), &shmBackend(), &ofiBackend(),
-                                                  &ucxBackend(), &tcpBackend()};
+  static const std::vector<const Backend*> all = {&cudaIpcBackend(), &shmBackend(), &verbsBackend(),
+                                                  &ofiBackend(),     &ucxBackend(), &tcpBackend()};
   return all;
 }
 
@@ -41,6 +41,8 @@ const char* kindName(Kind kind) {
       return "cuda_ipc";
     case Kind::kOfi:
       return "ofi";
+    case Kind::kVerbs:
+      return "verbs";
   }
   return "unknown";
 }
@@ -69,11 +71,11 @@ std::string checkForcedKind(const std::string& name) {
   if (name.empty() || name == "auto") return "";
   Kind kind;
   BRAID_ENFORCE(parseKind(name, &kind), ErrorCode::kInvalidUsage,
-                "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp, ucx or ofi",
+                "unknown transport '{}' (BRAID_TRANSPORT / --transport): choose shm, tcp, ucx, ofi or verbs",
                 name);
   BRAID_ENFORCE(!findBackend(kind)->deviceMemory(), ErrorCode::kInvalidUsage,
                 "transport '{}' (BRAID_TRANSPORT / --transport) carries device buffers only (the "
-                "device communicator uses it by itself): choose shm, tcp, ucx or ofi",
+                "device communicator uses it by itself): choose shm, tcp, ucx, ofi or verbs",
                 name);
   std::string why;
   BRAID_ENFORCE(kindAvailable(kind, &why), ErrorCode::kInvalidUsage,
@@ -108,8 +110,8 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
       kinds[q] = force->kind();
       continue;
     }
-    // Best first: shm on one host; between hosts ofi with a hardware provider, else ucx when
-    // this build has it, else tcp. Device buffers: cuda_ipc on one host.
+    // Best first: shm on one host; between hosts verbs with an active RDMA port, then ofi with a
+    // hardware provider, else ucx when this build has it, else tcp. Device buffers: cuda_ipc on one host.
     const Backend* best = nullptr;
     std::string lacking;
     for (const Backend* backend : backends()) {

@@ -38,18 +38,19 @@ enum class Kind : uint8_t {
   kUcx = 3,
   kCudaIpc = 4,  ///< device slots over CUDA IPC (transport/cuda_ipc, device collectives only)
   kOfi = 5,      ///< libfabric RDM endpoints (transport/ofi), provider from BRAID_OFI_PROVIDER
+  kVerbs = 6,    ///< ibverbs RC queue pairs (transport/verbs), device from BRAID_VERBS_DEVICE
 };
 const char* kindName(Kind kind);
-/// Parses a backend's name ("shm", "tcp", "ucx", "ofi", "cuda_ipc"); false on an unknown name. A known
+/// Parses a backend's name ("shm", "tcp", "ucx", "ofi", "verbs", "cuda_ipc"); false on an unknown name. A known
 /// name may still be unavailable in this build: see kindAvailable().
 bool parseKind(const std::string& name, Kind* out);
 /// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time, kOfi
-/// libfabric and a usable provider). When not,
+/// libfabric and a usable provider, kVerbs libibverbs and an active RDMA port). When not,
 /// *why (if given) receives a one-line reason.
 bool kindAvailable(Kind kind, std::string* why = nullptr);
 /// Checks a BRAID_TRANSPORT / --transport value: "" and "auto" give "" (the best kind per peer);
 /// an available host-memory kind's name is returned as is; anything else is kInvalidUsage
-/// ("unknown transport 'x' ...: choose shm, tcp, ucx or ofi", "transport 'ucx' ... is not available:
+/// ("unknown transport 'x' ...: choose shm, tcp, ucx, ofi or verbs", "transport 'ucx' ... is not available:
 /// <why>", or that cuda_ipc carries device buffers only).
 std::string checkForcedKind(const std::string& name);
 /// The kind of each of `rank`'s peers (kSelf for itself), given every rank's host key (equal
@@ -64,7 +65,8 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
                               const std::string& forced, bool deviceMemory = false);
 
 /// One line per host-memory backend, best first: whether this build and machine have it (why
-/// not), whether chooseKinds picks it by itself (why not), and its details (ofi: the provider).
+/// not), whether chooseKinds picks it by itself (why not), and its details (ofi: the provider; verbs:
+/// the device, port and GID).
 /// For braid-topo and diagnostics.
 std::string describeBackends();
 

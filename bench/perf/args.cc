@@ -125,8 +125,8 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
                   value);
   } else if (name == "transport") {
     BRAID_ENFORCE(value == "shm" || value == "tcp" || value == "ucx" || value == "ofi" ||
-                      value == "auto",
-                  ErrorCode::kInvalidUsage, "{}: unknown transport '{}' (shm tcp ucx ofi auto)",
+                      value == "verbs" || value == "auto",
+                  ErrorCode::kInvalidUsage, "{}: unknown transport '{}' (shm tcp ucx ofi verbs auto)",
                   flagLabel(flag), value);
     args.transport = value == "auto" ? "" : value;
   } else if (name == "baseline") {
@@ -234,7 +234,7 @@ std::string usage(const std::string& program) {
       "  [-J,--output_file <file>] write the results as JSON\n"
       "  [-G,--cudagraph <0>] [-C,--report_cputime <0/1>]\n"
       "  [--algo <auto/ring/oneshot/chain>] (default auto)\n"
-      "  [--transport <shm/tcp/ucx/ofi/auto>] (default auto)\n"
+      "  [--transport <shm/tcp/ucx/ofi/verbs/auto>] (default auto)\n"
       "  [--baseline <mpi/none>] time the matching MPI collective too (under mpirun)\n"
       "  [--device <host/cuda>] buffers in host memory (default) or on GPU LOCAL_RANK % #GPUs\n"
       "  [--seed <n>] seed of the validation data\n"

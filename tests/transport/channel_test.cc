@@ -20,7 +20,10 @@ TEST(TransportKind, NamesRoundTrip) {
   EXPECT_EQ(kind, Kind::kTcp);
   EXPECT_TRUE(parseKind("ucx", &kind));
   EXPECT_EQ(kind, Kind::kUcx);
-  EXPECT_FALSE(parseKind("verbs", &kind));
+  EXPECT_TRUE(parseKind("verbs", &kind));
+  EXPECT_EQ(kind, Kind::kVerbs);
+  EXPECT_FALSE(parseKind("rdma", &kind));
+  EXPECT_STREQ(kindName(Kind::kVerbs), "verbs");
   EXPECT_STREQ(kindName(Kind::kShm), "shm");
   EXPECT_STREQ(kindName(Kind::kTcp), "tcp");
   EXPECT_STREQ(kindName(Kind::kSelf), "self");

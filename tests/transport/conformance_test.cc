@@ -1,7 +1,10 @@
 // The transport conformance suite: every test here runs on every backend this build has (shm,
 // tcp, ucx over UCX_TLS=tcp and =sm,self; ofi over the libfabric providers tcp;ofi_rxm, shm and
 // udp;ofi_rxd, each skipping with the reason where it is not usable here, with its data as remote
-// writes where the provider offers RMA and as tagged messages (BRAID_OFI_RMA=off); ucx skips where the
+// writes where the provider offers RMA and as tagged messages (BRAID_OFI_RMA=off); verbs with its
+// defaults and with 2 queue pairs per peer and 4 KiB writes, skipping where there is no RDMA
+// device (tools/rxe-vm runs them over Soft-RoCE: the rxe.verbs test), and both again over the
+// software model of libibverbs everywhere (ranks as threads only); ucx skips where the
 // build has no UCX; cuda_ipc in CUDA
 // builds, skipping without a GPU, its device slots filled and read through slot_memory.h), ranks as
 // threads and as forked processes: every pair and channel, flow control, the doorbell, abort, a
@@ -90,7 +93,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{kOfiShmBackend, 2, 3000, 120}, Case{kOfiShmBackend, 4, 3000, 120},
                       Case{kOfiShmTaggedBackend, 4, 3000, 120},
                       Case{kOfiUdpBackend, 2, 3000, 120}, Case{kOfiUdpBackend, 4, 3000, 120},
-                      Case{kOfiUdpTaggedBackend, 2, 3000, 120}
+                      Case{kOfiUdpTaggedBackend, 2, 3000, 120},
+                      Case{kVerbsBackend, 2, 3000, 120}, Case{kVerbsBackend, 4, 3000, 120},
+                      Case{kVerbsTunedBackend, 2, 30000, 120},
+                      Case{kVerbsTunedBackend, 4, 30000, 120},
+                      Case{kVerbsModelBackend, 2, 3000, 120}, Case{kVerbsModelBackend, 4, 3000, 120},
+                      Case{kVerbsModelTunedBackend, 2, 30000, 120},
+                      Case{kVerbsModelTunedBackend, 5, 3000, 120}
 #if BRAID_TEST_CUDA
                       ,
                       Case{kCudaIpcBackend, 2, 1024, 150}, Case{kCudaIpcBackend, 3, 1024, 150}
@@ -447,6 +456,7 @@ uint64_t foldChecksum(uint64_t sum, Kind kind, const void* data, size_t bytes) {
 }
 
 TEST_P(Conformance, Moves64MiBInSlotSizedPieces) {
+  if (std::string why = threadsOnly(GetParam()); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
   const Kind kind = GetParam().kind;
   const std::string jobId = uniqueJobId("bulk");
   const size_t total = size_t{64} << 20;
@@ -520,6 +530,7 @@ TEST_P(Conformance, Moves64MiBInSlotSizedPieces) {
 }
 
 TEST_P(Conformance, TwoAndFourRanksMoveEveryByte) {
+  if (std::string why = threadsOnly(GetParam()); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
   const Kind kind = GetParam().kind;
   for (int ranks : {2, 4}) {
     const std::string jobId = uniqueJobId("procs");
@@ -550,11 +561,13 @@ TEST_P(Conformance, TwoAndFourRanksMoveEveryByte) {
 // On one host the kernel reports the death (shm; ucx, whose error mode is none there), or the
 // connection's end (tcp). ucx may take up to 3 s, or report it as an abort.
 TEST_P(Conformance, KilledPeerIsSeenDead) {
+  if (std::string why = threadsOnly(GetParam()); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
   const Kind kind = GetParam().kind;
   killedPeerIsSeenDead(dir_, kind, kind == Kind::kUcx ? 3.0 : 1.0, kind == Kind::kUcx);
 }
 
 TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
+  if (std::string why = threadsOnly(GetParam()); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
   const Kind kind = GetParam().kind;
   const std::string jobId = uniqueJobId("frozen");
   const size_t slotBytes = 1 << 20;  // 8 x 1 MiB in flight: more than the socket buffers take
@@ -599,7 +612,9 @@ INSTANTIATE_TEST_SUITE_P(Transports, Conformance,
                          ::testing::Values(kShmBackend, kTcpBackend, kUcxTcpBackend, kUcxSmBackend,
                                            kOfiTcpBackend, kOfiTcpTaggedBackend, kOfiShmBackend,
                                            kOfiShmTaggedBackend,
-                                           kOfiUdpBackend, kOfiUdpTaggedBackend
+                                           kOfiUdpBackend, kOfiUdpTaggedBackend,
+                                           kVerbsBackend, kVerbsTunedBackend,
+                                           kVerbsModelBackend, kVerbsModelTunedBackend
 #if BRAID_TEST_CUDA
                                            ,
                                            kCudaIpcBackend  // device slots; skips without a GPU

@@ -34,6 +34,9 @@
 #include "tests/support/skip.h"
 #include "tests/transport/slot_memory.h"
 #include "transport/transport.h"
+#if BRAID_HAVE_VERBS
+#include "transport/verbs/calls.h"
+#endif
 
 namespace braid::transport::testing {
 
@@ -337,8 +340,8 @@ struct TempDir {
 };
 
 /// A backend under test: its kind, and for ucx the UCX_TLS its contexts use, for ofi the
-/// libfabric provider (BRAID_OFI_PROVIDER); `env`, "VAR=value" or "", one more setting (ofi:
-/// BRAID_OFI_RMA=off for the tagged data path).
+/// libfabric provider (BRAID_OFI_PROVIDER); `env`, "VAR=value ..." or "", more settings (ofi:
+/// BRAID_OFI_RMA=off for the tagged data path; verbs: queue pairs and chunk size).
 struct Backend {
   Kind kind;
   const char* tls = "";
@@ -355,6 +358,15 @@ inline constexpr Backend kOfiShmBackend{Kind::kOfi, "shm"};
 inline constexpr Backend kOfiShmTaggedBackend{Kind::kOfi, "shm", "BRAID_OFI_RMA=off"};
 inline constexpr Backend kOfiUdpBackend{Kind::kOfi, "udp;ofi_rxd"};
 inline constexpr Backend kOfiUdpTaggedBackend{Kind::kOfi, "udp;ofi_rxd", "BRAID_OFI_RMA=off"};
+inline constexpr Backend kVerbsBackend{Kind::kVerbs};  // needs an RDMA device: tools/rxe-vm
+/// The verbs transport over the software model of libibverbs (transport/verbs/model.cc): runs
+/// everywhere, ranks as threads of one process only.
+inline constexpr Backend kVerbsModelBackend{Kind::kVerbs, "model"};
+inline constexpr Backend kVerbsModelTunedBackend{Kind::kVerbs, "model",
+                                                 "BRAID_VERBS_QPS=3 BRAID_VERBS_CHUNK_BYTES=256"};
+/// Two queue pairs per peer and 4 KiB writes: slots of more than 4 KiB go as several chunks.
+inline constexpr Backend kVerbsTunedBackend{Kind::kVerbs, "",
+                                            "BRAID_VERBS_QPS=2 BRAID_VERBS_CHUNK_BYTES=4096"};
 
 /// "shm", "tcp", "ucx_tcp", "ucx_sm_self", "ofi_tcp_ofi_rxm", "ofi_tcp_ofi_rxm_tagged": a
 /// test-name part.
@@ -362,6 +374,9 @@ inline std::string backendName(const Backend& backend) {
   std::string name = kindName(backend.kind);
   if (*backend.tls != '\0') name += std::string("_") + backend.tls;
   if (std::string(backend.env) == "BRAID_OFI_RMA=off") name += "_tagged";
+  if (backend.kind == Kind::kVerbs && *backend.env != '\0') {
+    name += *backend.tls != '\0' ? "_qps3_chunk256" : "_qps2_chunk4k";
+  }
   for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return name;
 }
@@ -370,6 +385,19 @@ inline std::string backendName(const Backend& backend) {
 inline void useTls(const std::string& tls) { setenv("UCX_TLS", tls.c_str(), 1); }
 /// Sets the backend's sub-transport: UCX_TLS (ucx) or BRAID_OFI_PROVIDER (ofi), when it has one.
 inline void useSubTransport(const Backend& backend) {
+  if (backend.kind == Kind::kVerbs) {
+#if BRAID_HAVE_VERBS
+    verbs::useVerbsModel(std::string(backend.tls) == "model");
+#endif
+    unsetenv("BRAID_VERBS_QPS");
+    unsetenv("BRAID_VERBS_CHUNK_BYTES");
+    std::istringstream settings(backend.env);
+    for (std::string setting; settings >> setting;) {
+      const size_t eq = setting.find('=');
+      setenv(setting.substr(0, eq).c_str(), setting.substr(eq + 1).c_str(), 1);
+    }
+    return;
+  }
   if (backend.kind == Kind::kOfi) {
     std::string env = backend.env;
     const size_t eq = env.find('=');
@@ -400,6 +428,15 @@ inline std::string untestable(const Backend& backend) {
   return "";
 }
 
+/// Why a backend cannot run a test whose ranks are forked processes, or "": the verbs model joins
+/// the queue pairs of one process only.
+inline std::string threadsOnly(const Backend& backend) {
+  return std::string(backend.tls) == "model"
+             ? "the verbs model (libibverbs in software) joins ranks of one process only; forked "
+               "ranks over verbs run in the rxe guest (rxe.verbs)"
+             : "";
+}
+
 /// For a test's SetUp: sets UCX_TLS for ucx and BRAID_OFI_PROVIDER for ofi, then skips (with the
 /// reason) where the build lacks the backend, where an ofi provider is not usable on this
 /// machine, or, for device slots, where there is no GPU.
@@ -409,6 +446,7 @@ inline std::string untestable(const Backend& backend) {
     ::braid::transport::testing::useSubTransport(backend);                          \
     if (!kindAvailable((backend).kind, &why_)) {                                    \
       if ((backend).kind == Kind::kOfi && BRAID_HAVE_OFI) BRAID_SKIP_NO_DEVICE(why_); \
+      if ((backend).kind == Kind::kVerbs && BRAID_HAVE_VERBS) BRAID_SKIP_NO_DEVICE(why_); \
       BRAID_SKIP_MISSING(why_);                                                     \
     }                                                                               \
     why_ = ::braid::transport::testing::untestable(backend);                        \

@@ -137,10 +137,10 @@ int main(int argc, char** argv) {
   std::string which = argc > 1 ? argv[1] : "all";
   int pingIters = std::max(1000, argc > 2 ? std::atoi(argv[2]) : 100000);
   size_t streamBytes = (argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 4096) << 20;  // MiB
-  for (Kind kind : {Kind::kShm, Kind::kTcp, Kind::kUcx, Kind::kOfi}) {
+  for (Kind kind : {Kind::kShm, Kind::kTcp, Kind::kUcx, Kind::kOfi, Kind::kVerbs}) {
     if (which != "all" && which != kindName(kind)) continue;
     if (!kindAvailable(kind)) continue;
-    // tcp, ucx and ofi: short, their progress threads need the cores.
+    // tcp, ucx, ofi and verbs: short, their progress threads need the cores.
     gSpins = kind == Kind::kShm ? 200000 : 64;
     char pattern[] = "/tmp/braid-perf-kv-XXXXXX";
     if (mkdtemp(pattern) == nullptr) return 1;

@@ -12,13 +12,12 @@ or out of date (tools/rxe-vm/build-image, about 2 minutes once), or when BRAID_R
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "support"))
-import braid_skip  # noqa: E402
+sys.path.insert(0, HERE)
+import rxe_vm  # noqa: E402
 
 TEST = "rxe.pingpong"
 # ibv_rc_pingpong prints, on each side: "<bytes> bytes in <s> seconds = <rate> Mbit/sec" and
@@ -35,16 +34,7 @@ def main():
     ap.add_argument("--iters", type=int, default=1000)
     args = ap.parse_args()
 
-    if os.environ.get("BRAID_RXE_VM") == "0":
-        braid_skip.skip_no_device("BRAID_RXE_VM=0: the Soft-RoCE VM is turned off", TEST)
-    if shutil.which("qemu-system-x86_64") is None:
-        braid_skip.skip_no_device("no RDMA device, and no qemu-system-x86_64 for the Soft-RoCE VM "
-                                  "(apt-get install qemu-system-x86; tools/rxe-vm/README.md)", TEST)
-    if subprocess.run([os.path.join(HERE, "build-image"), "--check"],
-                      stderr=subprocess.DEVNULL).returncode != 0:
-        braid_skip.skip_no_device("no RDMA device, and the Soft-RoCE VM image is not built or out "
-                                  "of date (tools/rxe-vm/build-image; tools/rxe-vm/README.md)",
-                                  TEST)
+    rxe_vm.require_vm(TEST)
 
     cmd = [os.path.join(HERE, "run"), "--timeout", str(args.timeout), "--",
            os.path.join(HERE, "pingpong"), str(args.iters)]
@@ -72,11 +62,7 @@ def main():
     for name in ("ibv_rc_pingpong", "ib_write_bw"):
         if f"OK: {name}" not in out:
             problems.append(f"{name}: the guest did not report OK")
-    if problems:
-        print("\nrxe.pingpong FAILED:\n  " + "\n  ".join(problems), flush=True)
-        return 1
-    print("\nrxe.pingpong: OK (real verbs traffic over Soft-RoCE in the VM)", flush=True)
-    return 0
+    return rxe_vm.finish(TEST, problems, "real verbs traffic over Soft-RoCE in the VM")
 
 
 if __name__ == "__main__":

@@ -168,6 +168,17 @@ class TaggedRecvChannel final : public RecvChannel, public TaggedSlots<Owner, Pe
     return "";
   }
 
+  /// A peer's remote write filled slot `index` (ofi's RMA path, verbs): its header says how many
+  /// bytes came; then as arrive().
+  std::string arriveWritten(uint32_t index) {
+    const auto* header = reinterpret_cast<const net::SlotHeader*>(this->slot(index));
+    if (header->bytes > this->slotBytes_) {
+      return fmt::format("a remote write into channel {} slot {} says {} bytes (slots hold {})",
+                         this->channel_, index, header->bytes, this->slotBytes_);
+    }
+    return arrive(index, net::kSlotHeaderBytes + header->bytes);
+  }
+
   alignas(64) std::atomic<uint64_t> arrived_{0};   // written by the owner of the network
   alignas(64) std::atomic<uint64_t> released_{0};  // written by the user
   uint64_t reposted_ = 0;                          // owner of the network: receives re-posted

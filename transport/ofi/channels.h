@@ -18,7 +18,7 @@
 
 namespace braid::transport::ofi {
 
-/// One peer. `alive` is read by any thread; the rest belongs to the fabric mutex's holder
+/// One peer. `alive` is read by any thread; the rest belongs to mutex_'s holder
 /// (hello fields are written before connectPeers() returns and only read afterwards).
 struct PeerState : NetworkPeer {
   fi_addr_t address = FI_ADDR_UNSPEC;  // in the address vector, once connectPeers inserted it
@@ -48,7 +48,7 @@ struct OpContext {
 struct SendSlot {
   OfiSendChannel* channel = nullptr;
   OpContext context;
-  /// 1 while a send from this slot is in flight (set and cleared under the fabric mutex).
+  /// 1 while a send from this slot is in flight (set and cleared under mutex_).
   std::atomic<uint8_t> busy{0};
   size_t bytes = 0;  // of the send in flight, for errors
 };

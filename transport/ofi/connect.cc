@@ -20,7 +20,7 @@ namespace braid::transport::ofi {
 
 void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   const int rank = config_.rank;
-  std::unique_lock<std::mutex> lock(fabricMutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   for (auto& peer : peers_) {
     if (!peer) continue;
     const std::string key = fmt::format("{}/ofi/{}", config_.jobId, peer->rank);

@@ -1,6 +1,6 @@
 // The ofi transport: setup and the calls user threads make. A sender's slot is SlotHeader +
 // payload in its own memory; post() sends it as one tagged message (fi_tsend) into the receive
-// the peer pre-posted for that channel and slot, from the calling thread under the fabric mutex.
+// the peer pre-posted for that channel and slot, from the calling thread under mutex_.
 // Credits as in ucx (network/tagged_channels.h). The progress thread drains the completion
 // queue whenever no user holds the mutex and rings the endpoint's doorbell on every arrival,
 // credit, completed send, abort and failure; it sleeps on the queue's wait fd plus the eventfd
@@ -43,9 +43,8 @@ constexpr int kControlRecvsPerPeer = 4;  // control receives posted: this many p
 }  // namespace
 
 OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
-    : NetworkEndpoint(config, "ofi", SpinPolicy{0, kSpin}, 1),
-      provider_(chooseProvider()),
-      peers_(config.size) {
+    : QueueEndpoint(config, "ofi", SpinPolicy{0, kSpin}, 1), provider_(chooseProvider()) {
+  peers_.resize(static_cast<size_t>(config.size));
   const int rank = config.rank;
   BRAID_ENFORCE(
       config.size <= kMaxRanks && config.channels <= kMaxChannels && config.slots <= kMaxSlots,
@@ -238,64 +237,8 @@ void* OfiTransport::registerMemory(void* buffer, size_t bytes, const char* what,
 void* OfiTransport::slotsAllocated(void* buffer, size_t bytes, bool receiving) {
   const bool remote = receiving && useRma_;  // peers write into our receive slots
   if (!mrLocal_ && !remote) return nullptr;
-  userWaiting_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(fabricMutex_);
-  userWaiting_.fetch_sub(1, std::memory_order_relaxed);
+  std::unique_lock<std::mutex> lock = lockAsUser();
   return registerMemory(buffer, bytes, receiving ? "receive slots" : "send slots", remote);
-}
-
-SendChannel& OfiTransport::send(int peer, int channel) {
-  return *sends_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
-RecvChannel& OfiTransport::recv(int peer, int channel) {
-  return *recvs_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
-bool OfiTransport::peerAlive(int peer) {
-  PeerState* state = peers_[peer].get();
-  if (state == nullptr) return true;
-  if (!state->alive.load(std::memory_order_acquire)) return false;
-  // A peer on this host: the kernel says whether its process is gone. What it sent before it
-  // went may still sit in the provider: drain the queue first (bounded), then report it.
-  if (state->hello.local && processGone(static_cast<uint64_t>(state->hello.pid), pidNamespace_)) {
-    {
-      userWaiting_.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lock(fabricMutex_);
-      userWaiting_.fetch_sub(1, std::memory_order_relaxed);
-      const Deadline until = Deadline::after(0.1);
-      for (int quiet = 0; quiet < 8 && !until.expired();) quiet = drainQueue(4) ? 0 : quiet + 1;
-    }
-    markDead(*state, fmt::format("its process (pid {}) is gone", state->hello.pid), false);
-    return false;
-  }
-  return true;
-}
-
-void OfiTransport::flushSoon(PeerState& peer, int channel) {
-  // The progress thread holds the mutex only for one bounded batch of queue reads, so waiting
-  // for it is short; userWaiting_ makes a spinning progress thread stand back.
-  bool leftOver = false;
-  {
-    userWaiting_.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(fabricMutex_);
-    userWaiting_.fetch_sub(1, std::memory_order_relaxed);
-    flushChannel(peer, channel);
-    // Drive the queue once here: with manual progress (tcp;ofi_rxm) the provider moves the data
-    // in fi_cq_read, and the completions are ours to handle anyway. Waking the progress thread
-    // for every message instead costs a thread switch each (3x the 8-byte all-reduce time here).
-    drainQueue(1);
-    leftOver = channelPending(peer, channel);
-  }
-  if (leftOver) wakeProgress();  // the provider refused something for now: the thread retries
-}
-
-void OfiTransport::pollSoon() {
-  // A user waiting for an arrival or a credit reads the queue itself when no one else holds it:
-  // with manual progress that moves the provider's data without a thread switch (an 8 MiB
-  // all-reduce over tcp;ofi_rxm: 5.5 ms instead of 12 ms on the busy 2-core VM).
-  std::unique_lock<std::mutex> lock(fabricMutex_, std::try_to_lock);
-  if (lock.owns_lock()) drainQueue(1);
 }
 
 }  // namespace braid::transport::ofi

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/network/network_endpoint.h"
+#include "transport/network/queue_endpoint.h"
 #include "transport/network/tagged_channels.h"
 #include "transport/ofi/provider.h"
 #include "transport/transport.h"
@@ -33,6 +33,7 @@ struct SendSlot;
 struct RecvSlot;
 using OfiSendChannel = TaggedSendChannel<OfiTransport, PeerState, SendSlot>;
 using OfiRecvChannel = TaggedRecvChannel<OfiTransport, PeerState, RecvSlot>;
+using OfiBase = QueueEndpoint<OfiTransport, PeerState, SendSlot, RecvSlot>;
 
 /// Connection happens in steps (backend.h):
 ///   OfiTransport(config, kv)   opens the provider's fabric, domain, completion queue, address
@@ -41,28 +42,25 @@ using OfiRecvChannel = TaggedRecvChannel<OfiTransport, PeerState, RecvSlot>;
 ///   connectPeers(kv, deadline) inserts every ofi peer's address and exchanges a hello (job id,
 ///                              secret, pid, host) with each, driving the queue on this thread;
 ///   start(doorbell)            hands the queue to the progress thread.
-/// Every libfabric call is made under fabricMutex_ (FI_THREAD_DOMAIN): by the progress thread,
-/// or by a user thread that posts or releases (no thread switch per message). The destructor
-/// issues what was posted, waits for the sends to complete (bounded) and closes everything.
-class OfiTransport final : public NetworkEndpoint {
+/// Every libfabric call is made under mutex_ (FI_THREAD_DOMAIN): by the progress thread, or by a
+/// user thread that posts or releases (no thread switch per message; QueueEndpoint: flushSoon,
+/// pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait). The
+/// destructor issues what was posted, waits for the sends to complete (bounded) and closes
+/// everything.
+class OfiTransport final : public OfiBase {
  public:
   OfiTransport(const EndpointConfig& config, KeyValue& kv);
   ~OfiTransport() override;
   Kind kind() const override { return Kind::kOfi; }
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  SendChannel& send(int peer, int channel) override;
-  RecvChannel& recv(int peer, int channel) override;
-  /// False once a send to it failed, it broke the protocol, it was silent for the peer timeout
-  /// (BRAID_OFI_PEER_TIMEOUT, 30 s) or (same host and pid namespace) its process is gone; in that
-  /// last case only after what it sent before it went has arrived.
-  bool peerAlive(int peer) override;
+  // send, recv (QueueEndpoint): the channels to a peer of this kind.
+  // peerAlive (QueueEndpoint): false once a send to it failed, it broke the protocol, it was
+  // silent for the peer timeout (BRAID_OFI_PEER_TIMEOUT, 30 s) or (same host and pid namespace)
+  // its process is gone; in that last case only after what it sent before it went has arrived.
 
-  /// After a post or release on (peer, channel): issues the send / re-posts the receive and
-  /// returns the credit from the calling thread.
-  void flushSoon(PeerState& peer, int channel);
-  /// tryPeek/tryAcquire found nothing: reads the queue once if no one holds the fabric mutex.
-  void pollSoon();
+  // tagged_channels.h's owner hooks: flushSoon (issues the send / re-posts the receive and
+  // returns the credit from the calling thread) and pollSoon (QueueEndpoint), and:
   /// A channel's slot memory exists (tagged_channels.h): registered when the provider needs
   /// local registration (or BRAID_OFI_MR=local), and receive slots for remote writes on the RMA
   /// path; returns the descriptor. Any thread.
@@ -70,12 +68,7 @@ class OfiTransport final : public NetworkEndpoint {
   static constexpr const char* kName = "ofi";
 
  private:
-  // NetworkEndpoint's hooks (progress.cc).
-  void waitForEvents(int timeoutMillis) override;
-  bool progress() override;
-  bool hasLocalWork() override;
-  bool finishStopping(bool lastRoundDid) override;
-  bool standBack() override;
+  friend OfiBase;
 
   // Setup (ofi.cc).
   void openFabric();
@@ -90,7 +83,7 @@ class OfiTransport final : public NetworkEndpoint {
   void chooseDataPath();
   void cleanup();
 
-  // The queue and the work (progress.cc); fabric mutex held.
+  // The queue and the work (progress.cc; QueueEndpoint's hooks among them); mutex_ held.
   /// Reads the completion queue until empty (at most `rounds` batches); true if anything came.
   bool drainQueue(int rounds);
   void onCompletion(OpContext& op, size_t length);
@@ -117,7 +110,7 @@ class OfiTransport final : public NetworkEndpoint {
   /// Heartbeats to quiet peers and the silence check (progress thread).
   bool keepAlive();
   /// Waits up to `timeoutMillis` on the queue's wait fd (or in short steps without one) and on
-  /// wake_; `lock` is the fabric mutex's, released while sleeping.
+  /// wake_; `lock` is mutex_'s, released while sleeping.
   void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock);
   /// Sends posted and not yet completed (issued or not; to live peers), control ones too.
   size_t sendsInFlight() const;
@@ -137,16 +130,7 @@ class OfiTransport final : public NetworkEndpoint {
   uint64_t nextKey_ = 1;        // keys braid chooses when the provider does not (no PROV_KEY)
   std::vector<fid_mr*> mrs_;    // every registration, closed in cleanup()
   double peerTimeout_ = 30;     // BRAID_OFI_PEER_TIMEOUT: silence that counts as death
-  std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ofi peers
-  std::vector<std::unique_ptr<OfiSendChannel>> sends_;
-  std::vector<std::unique_ptr<OfiRecvChannel>> recvs_;
   std::unique_ptr<ControlPool> control_;
-  uint64_t pidNamespace_ = 0;
-  uint64_t hostId_ = 0;
-  std::mutex fabricMutex_;
-  std::atomic<int> userWaiting_{0};  // user threads waiting for fabricMutex_
-  bool finalRoundDone_ = false;      // progress thread: the round after the stop ran
-  bool connected_ = false;           // connectPeers() succeeded: teardown delivers what was posted
 };
 
 }  // namespace braid::transport::ofi

@@ -16,7 +16,6 @@
 #include <utility>
 
 #include "common/log.h"
-#include "transport/network/drain_budget.h"
 #include "transport/ofi/channels.h"
 #include "transport/ofi/ofi.h"
 
@@ -109,16 +108,7 @@ void OfiTransport::onRemoteWrite(uint64_t data) {
   PeerState& peer = *peers_[sender];
   peer.lastHeard = Clock::now();
   OfiRecvChannel& rc = *recvs_[sender * channels + channel];
-  const auto* header = reinterpret_cast<const SlotHeader*>(rc.slot(slot));
-  if (header->bytes > rc.slotBytes_) {
-    markDead(peer,
-             fmt::format("a remote write into channel {} slot {} says {} bytes (slots hold {})",
-                         channel, slot, header->bytes, rc.slotBytes_),
-             true);
-    return;
-  }
-  if (std::string why = rc.arrive(static_cast<uint32_t>(slot), kSlotHeaderBytes + header->bytes);
-      !why.empty()) {
+  if (std::string why = rc.arriveWritten(static_cast<uint32_t>(slot)); !why.empty()) {
     markDead(peer, why, true);
     return;
   }
@@ -422,17 +412,6 @@ bool OfiTransport::channelPending(PeerState& peer, int channel) const {
          (!control_->queued.empty() && !control_->freeSends.empty());
 }
 
-bool OfiTransport::hasLocalWork() {
-  std::lock_guard<std::mutex> lock(fabricMutex_);
-  if (ownAbortPending()) return true;
-  for (auto& peer : peers_) {
-    for (int c = 0; peer && c < config_.channels; ++c) {
-      if (channelPending(*peer, c)) return true;
-    }
-  }
-  return false;
-}
-
 void OfiTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) {
   if (cqFd_ >= 0) {
     fid* fids[1] = {&cq_->fid};
@@ -449,27 +428,6 @@ void OfiTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>&
   if (poll(&fd, 1, std::min(timeoutMillis, 1)) > 0) wake_.drain();
 }
 
-void OfiTransport::waitForEvents(int timeoutMillis) {
-  if (timeoutMillis <= 0) return;
-  std::unique_lock<std::mutex> lock(fabricMutex_);
-  sleepOnQueue(timeoutMillis, lock);
-}
-
-bool OfiTransport::progress() {
-  std::lock_guard<std::mutex> lock(fabricMutex_);
-  bool did = drainQueue(4);
-  did |= doLocalWork();
-  return did;
-}
-
-bool OfiTransport::finishStopping(bool) {
-  // One round after the stop: the user stored its last posts before it destroyed us, so that
-  // round issues them; cleanup() waits for their sends to complete.
-  return std::exchange(finalRoundDone_, true);
-}
-
-bool OfiTransport::standBack() { return userWaiting_.load(std::memory_order_relaxed) != 0; }
-
 size_t OfiTransport::sendsInFlight() const {
   size_t busy = control_ ? control_->sendCount - control_->freeSends.size() : 0;
   for (const auto& sc : sends_) {
@@ -483,22 +441,7 @@ size_t OfiTransport::sendsInFlight() const {
 }
 
 void OfiTransport::cleanup() {
-  if (connected_) {
-    // What was posted is delivered while the peers take it (a DrainBudget: a frozen peer costs
-    // one step, never a hang).
-    std::lock_guard<std::mutex> lock(fabricMutex_);
-    DrainBudget budget(kDrainSeconds, drainLimit());
-    size_t before = SIZE_MAX;
-    while (true) {
-      drainQueue(4);
-      doLocalWork();
-      const size_t inFlight = sendsInFlight();
-      if (inFlight == 0 || budget.expired()) break;
-      if (inFlight < before) budget.progressed();
-      before = inFlight;
-      std::this_thread::yield();
-    }
-  }
+  awaitSends(kDrainSeconds);
   closeFid(ep_);  // cancels what is still posted; the buffers outlive it
   closeFid(av_);
   closeFid(cq_);

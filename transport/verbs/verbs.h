@@ -1,0 +1,127 @@
+// The verbs transport (ibverbs, reliable-connected queue pairs): 1..BRAID_VERBS_QPS queue pairs per
+// peer, the receive slots registered once and written by the peer (RDMA_WRITE chunks finished by
+// an RDMA_WRITE_WITH_IMM naming the slot), credits written back by the receiver into the sender's
+// control block, one completion queue polled by the progress thread (network/), which sleeps on
+// its completion channel. Internal to transport/ (users see transport/transport.h).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/network/queue_endpoint.h"
+#include "transport/network/slot_buffer.h"
+#include "transport/network/tagged_channels.h"
+#include "transport/transport.h"
+#include "transport/verbs/device.h"
+#include "transport/verbs/wire.h"
+
+namespace braid::transport::verbs {
+
+class VerbsTransport;
+struct PeerState;
+struct QueuePair;
+struct SendSlot;
+struct RecvSlot;
+using VerbsSendChannel = TaggedSendChannel<VerbsTransport, PeerState, SendSlot>;
+using VerbsRecvChannel = TaggedRecvChannel<VerbsTransport, PeerState, RecvSlot>;
+using VerbsBase = QueueEndpoint<VerbsTransport, PeerState, SendSlot, RecvSlot>;
+
+/// The settings a VerbsTransport reads once (BRAID_VERBS_*).
+struct Settings {
+  int qps = 1;                  ///< BRAID_VERBS_QPS: queue pairs per peer (1..16)
+  size_t chunkBytes = 1 << 20;  ///< BRAID_VERBS_CHUNK_BYTES: the largest single RDMA_WRITE
+  int timeout = 14;             ///< BRAID_VERBS_TIMEOUT: local ACK timeout, 4.096 us x 2^timeout
+  int retry = 7;                ///< BRAID_VERBS_RETRY: retransmissions before IBV_WC_RETRY_EXC_ERR
+  double peerTimeout = 30;      ///< BRAID_VERBS_PEER_TIMEOUT: silence that counts as death (s)
+};
+Settings readSettings(int rank);
+
+/// Connection happens in steps (backend.h):
+///   VerbsTransport(config, kv)  opens the device, a protection domain, a completion queue with
+///                               its channel, the queue pairs (INIT, receives posted), registers
+///                               the receive slots and control blocks, and publishes
+///                               "<jobId>/verbs/<rank>/<peer>" for every verbs peer;
+///   connectPeers(kv, deadline)  moves each peer's queue pairs to RTR and RTS with its published
+///                               numbers, publishes "<jobId>/verbs/<rank>/<peer>/ready" and waits
+///                               for the peer's (no write is issued before the peer's receive
+///                               side is up);
+///   start(doorbell)             hands the queue to the progress thread.
+/// Our own state (issued counts, queue pair occupancy) and every post are under mutex_: taken
+/// by the progress thread, or by a user thread that posts or releases (QueueEndpoint: flushSoon,
+/// pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait).
+class VerbsTransport final : public VerbsBase {
+ public:
+  VerbsTransport(const EndpointConfig& config, KeyValue& kv);
+  ~VerbsTransport() override;
+  Kind kind() const override { return Kind::kVerbs; }
+
+  void connectPeers(KeyValue& kv, Deadline deadline) override;
+  // send, recv (QueueEndpoint): the channels to a peer of this kind.
+  // peerAlive (QueueEndpoint): false once a write to it failed (its queue pair went to error),
+  // it broke the protocol, it was silent for BRAID_VERBS_PEER_TIMEOUT, or (same host and pid
+  // namespace) its process is gone.
+
+  // tagged_channels.h's owner hooks: flushSoon and pollSoon (QueueEndpoint), and:
+  /// Registers a channel's slots once (receive slots for the peer's remote writes); returns the
+  /// registration.
+  void* slotsAllocated(void* buffer, size_t bytes, bool receiving);
+  static constexpr const char* kName = "verbs";
+
+ private:
+  friend VerbsBase;
+
+  // Setup (verbs.cc).
+  void openDevice();
+  void createQueuePairs(PeerState& peer);
+  ibv_mr* registerMemory(void* buffer, size_t bytes, const char* what, bool remote);
+  Published ownAddress(PeerState& peer);
+  void cleanup();
+
+  // Connecting (connect.cc).
+  void connectQueuePairs(PeerState& peer, const Published& theirs);
+
+  // The queue and the work (progress.cc; QueueEndpoint's hooks among them); mutex_ held.
+  bool drainQueue(int rounds);
+  void onCompletion(const ibv_wc& wc);
+  void onError(const ibv_wc& wc);
+  void onDataWrite(PeerState& peer, uint32_t imm);
+  void onControlWrite(PeerState& peer, uint32_t imm);
+  void postReceive(QueuePair& qp);
+  /// Issues message `n` of `channel` as chunked writes on one queue pair; false when that queue
+  /// pair's send queue has no room now (retried later).
+  bool issueSend(VerbsSendChannel& channel, uint64_t n);
+  /// Writes `bytes` from the out half of `peer`'s control block at `offset` into its in half with
+  /// the immediate; false when the send queue has no room now.
+  bool writeControl(PeerState& peer, size_t offset, size_t bytes, uint32_t imm);
+  bool flushChannel(PeerState& peer, int channel);
+  bool channelPending(PeerState& peer, int channel) const;
+  bool doLocalWork();
+  bool keepAlive();
+  /// Arms the completion channel, reads the queue once more, and sleeps on the channel's fd and
+  /// the wake-up fd unless something came; `lock` (mutex_'s) is released for the sleep.
+  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock);
+  size_t sendsInFlight() const;
+  /// "rank R: verbs: <what> to/from peer rank P" text helpers.
+  std::string opText(const PeerState& peer, const char* op, size_t bytes, int channel) const;
+
+  Settings settings_;
+  DeviceChoice device_;
+  ibv_context* context_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  ibv_comp_channel* events_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  int sendDepth_ = 0;  // send queue entries per queue pair
+  int recvDepth_ = 0;  // receives posted per queue pair
+  uint32_t psn_ = 0;   // first packet sequence number of this rank's queue pairs
+  std::unordered_map<const void*, ibv_mr*> regions_;  // registrations by buffer (each once)
+  std::vector<ibv_mr*> mrs_;
+  std::unordered_map<uint32_t, QueuePair*> byQpn_;
+};
+
+}  // namespace braid::transport::verbs
