@@ -248,6 +248,16 @@ braidResult_t braidRecv(void* b, size_t n, braidDataType_t t, int peer, braidCom
     c->recv(b, n, c.type(t, fn), peer);
   });
 }
+braidResult_t braidRecvAnySource(void* b, size_t n, braidDataType_t t, int tag, int* source,
+                                 size_t* bytes, braidComm_t comm) {
+  return guard([&] {
+    const char* fn = "braidRecvAnySource";
+    Pinned c(comm, fn);
+    const braid::RecvResult got = c->recvAnySource(b, n, c.type(t, fn), tag);
+    if (source != nullptr) *source = got.source;
+    if (bytes != nullptr) *bytes = got.bytes;
+  });
+}
 braidResult_t braidBarrier(braidComm_t comm) {
   return guard([&] { Pinned(comm, "braidBarrier")->barrier(); });
 }

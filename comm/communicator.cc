@@ -129,7 +129,9 @@ OpDesc CommState::issue(OpDesc d) {
     comm::planOp(d, rank, size, tunerConfig(), options.slotBytes, options.timeoutSeconds,
                  options.streamBytes);
   }
-  ++*counter;
+  // A send or recv of nothing moves no message (it completes at once), so it takes no number:
+  // the runner numbers the recvs that read a message (ProgramRunner::startRecv).
+  if (d.count > 0 || !isPointToPoint(d.coll)) ++*counter;
   // The op's one time at issue (shared with the status board at its start): the counter is
   // read only while the recorder keeps ops, the records' only per-op cost beyond a few stores.
   d.issuedTick = recorder.keeps() ? readTick() : 0;
@@ -512,6 +514,7 @@ std::shared_ptr<Request::Op> CommState::reusableOpLocked() {
     op->done.store(false, std::memory_order_relaxed);
     op->code = ErrorCode::kOk;
     op->message.clear();
+    op->received = RecvResult{};
     return op;
   }
   auto op = std::make_shared<Request::Op>();
@@ -740,6 +743,17 @@ Request Communicator::sendAsync(const void* b, size_t n, DataType t, int peer, i
 Request Communicator::recvAsync(void* b, size_t n, DataType t, int peer, int tag) {
   return state_->submit(make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, peer, tag));
 }
+Request Communicator::recvAnySourceAsync(void* b, size_t n, DataType t, int tag) {
+  OpDesc d = make(Collective::kRecv, nullptr, b, n, t, RedOp::kSum, -1, tag);
+  d.anySource = true;
+  return state_->submit(d);
+}
+RecvResult Communicator::recvAnySource(void* b, size_t n, DataType t, int tag) {
+  // Through a request (the waiting caller runs it): the result lives on its op.
+  Request request = recvAnySourceAsync(b, n, t, tag);
+  request.wait();
+  return request.received();
+}
 Request Communicator::barrierAsync() {
   return state_->submit(
       make(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8, RedOp::kMax, -1));
@@ -802,6 +816,16 @@ void Request::wait(Deadline deadline) {
 ErrorCode Request::status() const {
   if (!op_) return ErrorCode::kOk;
   return op_->isDone() ? op_->code : ErrorCode::kOk;
+}
+
+RecvResult Request::received() const {
+  BRAID_ENFORCE(op_ != nullptr && op_->desc.coll == Collective::kRecv, ErrorCode::kInvalidUsage,
+                "received() on a Request that is no receive");
+  const OpDesc& d = op_->desc;
+  BRAID_ENFORCE(op_->isDone() && op_->code == ErrorCode::kOk, ErrorCode::kInvalidUsage,
+                "received() on recv #{} of {} elements before it finished well", d.seq, d.count);
+  if (d.anySource) return op_->received;
+  return RecvResult{d.root, d.count * dataTypeSize(d.dtype)};
 }
 
 }  // namespace braid

@@ -120,7 +120,16 @@ void validateOp(const OpDesc& d, int rank, int size, size_t* inBytes, size_t* ou
     BRAID_ENFORCE(d.root >= 0 && d.root < size, ErrorCode::kInvalidUsage,
                   "rank {}: {}: root {} is outside 0..{}", rank, name, d.root, size - 1);
   }
-  if (p2p) {
+  if (d.anySource) {
+    BRAID_ENFORCE(d.coll == Collective::kRecv && d.root == kAnySource, ErrorCode::kInvalidUsage,
+                  "rank {}: {}: only a recv may take any source", rank, name);
+    BRAID_ENFORCE(d.count > 0, ErrorCode::kInvalidUsage,
+                  "rank {}: recv from any source (tag {}) of 0 elements: nothing could match it "
+                  "(a send of 0 elements sends nothing)",
+                  rank, d.tag);
+    BRAID_ENFORCE(d.tag >= 0 && uint32_t(d.tag) <= kMaxTag, ErrorCode::kInvalidUsage,
+                  "rank {}: recv from any source: tag {} is negative", rank, d.tag);
+  } else if (p2p) {
     BRAID_ENFORCE(d.root >= 0 && d.root < size && d.root != rank, ErrorCode::kInvalidUsage,
                   "rank {}: {}: peer {} must be another rank in 0..{}", rank, name, d.root,
                   size - 1);
@@ -145,6 +154,7 @@ void requireNoOverlap(const OpDesc& d, int rank, size_t inBytes, size_t outBytes
 uint64_t* OpNumbering::number(OpDesc& d) {
   d.collectivesBefore = coll;
   uint64_t* counter = d.coll == Collective::kSend   ? &send[d.root]
+                      : d.anySource                 ? &anyRecv
                       : d.coll == Collective::kRecv ? &recv[d.root]
                                                     : &coll;
   d.seq = *counter;
@@ -164,6 +174,7 @@ Plan planOp(const OpDesc& d, int rank, int size, const TunerConfig& tuner, size_
   args.elemsPerPiece = slotBytes / elem;
   args.called = d.coll;
   args.collectivesBefore = d.collectivesBefore;
+  args.anySource = d.anySource;
   args.header.seq = d.seq;
   args.header.coll = d.coll;
   args.header.dtype = d.dtype;

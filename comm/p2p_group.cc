@@ -47,6 +47,12 @@ void P2pGroup::finished(size_t index) {
   if (state_.waiters > 0) state_.waitersCv.notify_all();
 }
 
+void P2pGroup::matched(size_t index, int peer, size_t count) {
+  CommState::Op& op = *members_[index - firstIndex_].op;
+  // Read by Request::received() only after the op is done (completeOp publishes it).
+  op.received = RecvResult{peer, count * dataTypeSize(op.desc.dtype)};
+}
+
 void P2pGroup::failUnfinished(ErrorCode code, const std::string& message, bool byRunner) {
   for (Member& m : members_) {
     if (m.done) continue;

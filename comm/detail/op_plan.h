@@ -28,6 +28,7 @@ struct OpDesc {
   RedOp op = RedOp::kSum;
   int root = -1;                   ///< broadcast/reduce root, or the peer of send/recv
   int tag = 0;                     ///< send/recv: matched in posting order, must agree
+  bool anySource = false;          ///< recv from any source (root -1): matched by tag at run time
   uint64_t seq = 0;                ///< assigned at issue time
   uint64_t collectivesBefore = 0;  ///< send/recv: collectives issued before it
   uint64_t recorded = 0;           ///< its place in the flight recorder (1-based; 0: none)
@@ -64,6 +65,9 @@ struct OpNumbering {
   explicit OpNumbering(int size = 0) : send(size, 0), recv(size, 0) {}
   uint64_t coll = 0;
   std::vector<uint64_t> send, recv;
+  /// Recvs from any source, numbered apart (for records and errors only: the runner checks each
+  /// recv against the count of recvs that started reading that peer, ProgramRunner::startRecv).
+  uint64_t anyRecv = 0;
   /// Gives `d` its number (and, point-to-point, the collectives before it); returns the counter
   /// to advance once the op is accepted.
   uint64_t* number(OpDesc& d);

@@ -58,6 +58,8 @@ class P2pGroup final : public LaneFeed {
 
   void admit(std::vector<LaneRun>* joined) override;
   void finished(size_t index) override;
+  /// A recv from any source matched: its op records the sender and the bytes (Request::received).
+  void matched(size_t index, int peer, size_t count) override;
   bool pause() override { return pause_; }
 
  private:

@@ -55,6 +55,7 @@ struct Request::Op {
   std::atomic<int> sleepers{0};
   ErrorCode code = ErrorCode::kOk;
   std::string message;
+  RecvResult received;  ///< a recv from any source: the matched sender and bytes (P2pGroup)
   bool isDone() const { return done.load(std::memory_order_acquire); }
   /// Sleeps until done or `until` (time_point::max(): no bound); true when done.
   bool sleepUntilDone(Clock::time_point until);

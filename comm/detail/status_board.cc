@@ -291,8 +291,9 @@ std::vector<StatusLine> StatusBoard::lines(const std::vector<std::string>& hosts
                         : "no collective completed";
     const std::string op =
         s.group ? std::string("a group of sends and receives")
-        : s.p2p ? fmt::format("{} #{} ({} x {}, peer rank {})", collectiveName(s.coll), s.seq,
-                            s.count, dataTypeName(s.dtype), s.peer)
+        : s.p2p ? fmt::format("{} #{} ({} x {}, {})", collectiveName(s.coll), s.seq, s.count,
+                            dataTypeName(s.dtype),
+                            s.peer >= 0 ? fmt::format("peer rank {}", s.peer) : "any source")
               : fmt::format("{} #{} ({} x {}, {})", collectiveName(s.coll), s.seq, s.count,
                             dataTypeName(s.dtype), algorithmName(s.algorithm));
     line.text = fmt::format("(pid {}): ", s.pid);

@@ -49,6 +49,8 @@ ProgramRunner::ProgramRunner(transport::Endpoint& endpoint, const std::atomic<bo
   gatherSrcs_.resize(size_);
   sentTo_ = std::make_unique<std::atomic<uint64_t>[]>(size_);
   receivedFrom_ = std::make_unique<std::atomic<uint64_t>[]>(size_);
+  recvsFrom_.assign(size_, 0);
+  recvOwner_.assign(size_, kNoLane);
   spinRounds_ = oversubscribed ? kOversubscribedSpinRounds : kSpinRounds;
 }
 
@@ -64,6 +66,11 @@ std::string ProgramRunner::what(const ExecArgs& args) const {
   const size_t bytes = args.describedBytes != SIZE_MAX
                           ? args.describedBytes
                           : args.header.count * dataTypeSize(args.dtype);
+  if (args.anySource) {
+    return fmt::format("recv from any source #{} (tag {}, up to {} x {}) of {} bytes{}",
+                       args.header.seq, args.header.tag, args.header.count,
+                       dataTypeName(args.dtype), bytes, engine_.where());
+  }
   return fmt::format("{} of {} bytes{}", describeHeader(called), bytes, engine_.where());
 }
 
@@ -78,7 +85,8 @@ void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes
     fail(ErrorCode::kMismatch,
          "rank {}: {}: collective mismatch with peer rank {}: this rank called {}, peer rank {} "
          "called {}",
-         rank_, what(args), peer, describeHeader(args.header), peer, describeHeader(got));
+         rank_, what(args), peer, describeHeader(decodeHeader(c.meta)), peer,
+         describeHeader(got));
   }
   if (bytes != expectBytes) {
     engine_.abandon();
@@ -157,10 +165,82 @@ void ProgramRunner::sendProbes(const ExecArgs& args) {
   }
 }
 
+bool ProgramRunner::earlierClaims(const Cursor& c, int peer,
+                                  const transport::MessageMeta& meta) const {
+  const OpHeader head = decodeHeader(meta);
+  for (const Cursor& d : cursors_) {
+    if (d.index >= c.index) break;  // in admission (posting) order
+    if (d.done() || !d.p2pRecv || d.started) continue;
+    if (d.anySource ? head.coll == Collective::kSend && head.tag == d.args->header.tag
+                    : d.lane->steps[d.step].recvPeer == peer) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int ProgramRunner::matchAnySource(const Cursor& c, size_t* bytes, transport::MessageMeta* meta) {
+  const int channel = c.lane->steps[c.step].channel;
+  for (int i = 0; i < size_; ++i) {
+    const int q = (anyNext_ + i) % size_;
+    if (q == rank_ || recvOwner_[q] != kNoLane) continue;  // a started recv reads q's stream
+    if (peekData(q, channel, bytes, meta, *c.args) == nullptr) continue;
+    const OpHeader head = decodeHeader(*meta);
+    if (head.coll != Collective::kSend || head.tag != c.args->header.tag) continue;
+    if (earlierClaims(c, q, *meta)) continue;
+    anyNext_ = (q + 1) % size_;  // the others first next time: no peer starves the rest
+    return q;
+  }
+  return -1;
+}
+
+bool ProgramRunner::startRecv(Cursor& c) {
+  const Step& s = c.lane->steps[c.step];
+  const ExecArgs& args = *c.args;
+  size_t got = 0;
+  transport::MessageMeta meta;
+  int peer = s.recvPeer;
+  if (c.anySource) {
+    peer = matchAnySource(c, &got, &meta);
+    if (peer < 0) return false;
+    const uint64_t count = meta.words[2];
+    if (meta.words[1] == c.meta.words[1] && count > s.count) {
+      engine_.abandon();
+      pending_.clear();
+      const size_t elem = dataTypeSize(args.dtype);
+      fail(ErrorCode::kMismatch,
+           "rank {}: {}: the message from peer rank {} holds {} x {} ({} bytes), more than the "
+           "buffer's {} elements ({} bytes)",
+           rank_, what(args), peer, count, dataTypeName(args.dtype), count * elem, s.count,
+           s.count * elem);
+    }
+    c.matched = s;
+    c.matched.recvPeer = peer;
+    c.matched.count = count;
+    c.meta.words[2] = count;  // a smaller message fills the front of the buffer
+    --unmatchedAny_;
+  } else {
+    // Not while a recv from any source that matched this peer reads its stream, nor when an
+    // earlier posted one from any source has the first claim on the peer's next message.
+    if (recvOwner_[peer] != kNoLane) return false;
+    if (unmatchedAny_ > 0 && (peekData(peer, s.channel, &got, &meta, args) == nullptr ||
+                              earlierClaims(c, peer, meta))) {
+      return false;
+    }
+  }
+  c.meta.words[0] = recvsFrom_[peer]++;  // the n-th recv from a peer meets its n-th send
+  c.started = true;
+  c.from = peer;
+  recvOwner_[peer] = c.index;
+  if (c.anySource && feed_ != nullptr) feed_->matched(c.index, peer, c.matched.count);
+  return true;
+}
+
 bool ProgramRunner::tryPiece(Cursor& c) {
   if (waitsForEarlier(c)) return false;  // its turn on this peer and direction comes later
+  if (c.p2pRecv && !c.started && !startRecv(c)) return false;
   const ExecArgs& args = *c.args;
-  const Step& s = c.lane->steps[c.step];
+  const Step& s = stepOf(c);
   if (s.count == 0 && !s.emptyMessage) {
     c.step++;
     return true;
@@ -256,9 +336,14 @@ std::string ProgramRunner::waitingText(size_t* unfinishedOut) const {
     ++lane;
     if (c.done()) continue;
     ++unfinished;
-    const Step& s = c.lane->steps[c.step];
+    const Step& s = stepOf(c);
     // In a group each lane is an op of its own: name it (its peer, number and size).
     if (feed_ != nullptr) waiting += fmt::format("; {}", what(*c.args));
+    if (c.anySource && !c.started) {
+      waiting += fmt::format("; waiting to receive from any peer (tag {}) on channel {}",
+                             c.args->header.tag, c.lane->steps[c.step].channel);
+      continue;
+    }
     // Where in its schedule: the step (and lane, when there are several) it stands at.
     const std::string at =
         cursors_.size() > 1 && feed_ == nullptr
@@ -350,8 +435,7 @@ bool ProgramRunner::advanceAll(size_t* unfinished) {
   if (pending_.empty()) return moved;
   engine_.finish(*this, *runArgs_);
   for (Pending& p : pending_) {
-    const Step& s = p.cursor->lane->steps[p.cursor->step];
-    commit(*p.cursor, s, p.in, p.out, p.bytes);
+    commit(*p.cursor, stepOf(*p.cursor), p.in, p.out, p.bytes);
     if (p.cursor->atEnd()) laneFinished(*p.cursor, unfinished);
   }
   pending_.clear();
@@ -374,7 +458,22 @@ int ProgramRunner::goneAwaitedPeer(const ExecArgs& args) {
   };
   for (const Cursor& c : cursors_) {
     if (c.done()) continue;
-    const Step& s = c.lane->steps[c.step];
+    const Step& s = stepOf(c);
+    if (c.anySource && !c.started) {
+      // Any peer may still send what it waits for: only when every one is gone (with nothing
+      // here for it) can nothing come; until then the timeout bounds it.
+      int first = -1;
+      for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        if (!goneFrom(q, s.channel)) {
+          first = -1;
+          break;
+        }
+        if (first < 0) first = q;
+      }
+      if (first >= 0) return first;
+      continue;
+    }
     if (s.prim == Prim::kGatherReduce) {
       for (int q = 0; q < size_; ++q)
         if (goneFrom(q, s.channel)) return q;
@@ -419,7 +518,14 @@ void ProgramRunner::addCursor(const LaneRun& run) {
   c.meta = encodeHeader(run.args->header);
   c.elemSize = dataTypeSize(run.args->dtype);
   c.index = firstIndex_ + cursors_.size();
+  const Step& head = run.lane->steps.front();
+  c.p2pRecv = run.args->header.coll == Collective::kSend && primReceives(head.prim);
+  c.anySource = c.p2pRecv && run.args->anySource;
   cursors_.push_back(c);
+  if (c.anySource) {
+    ++unmatchedAny_;
+    return;  // no peer yet: startRecv orders it against the others
+  }
   if (feed_ == nullptr) return;
   // A group's lanes on one (peer, direction, channel) share that channel's FIFO: each waits for
   // the one admitted before it, so their messages go (and are matched) in posting order.
@@ -446,6 +552,7 @@ bool ProgramRunner::admitJoined(size_t* unfinished) {
 
 void ProgramRunner::laneFinished(Cursor& c, size_t* unfinished) {
   c.finished = true;  // from here on c.lane and c.args are the feed's to free
+  if (c.started && recvOwner_[c.from] == c.index) recvOwner_[c.from] = kNoLane;
   --*unfinished;
   if (feed_ != nullptr) feed_->finished(c.index);
 }
@@ -514,6 +621,8 @@ void ProgramRunner::endGroup() {
   lastOn_.clear();
   cursors_.clear();
   firstIndex_ = 0;
+  recvOwner_.assign(size_, kNoLane);
+  unmatchedAny_ = 0;
 }
 
 bool ProgramRunner::runCursors() {

@@ -39,7 +39,13 @@ struct ExecArgs {
   /// The op's size in errors where the header's count does not give it (allToAllv: the bytes
   /// this rank sends); SIZE_MAX: header count x element size.
   size_t describedBytes = SIZE_MAX;
+  /// A recv from any source: its step's recvPeer is kAnySource and its count the most it takes;
+  /// the runner matches it to a peer's message (ProgramRunner::runGroup).
+  bool anySource = false;
 };
+
+/// A point-to-point recv step's recvPeer when it receives from any source (ExecArgs::anySource).
+constexpr int kAnySource = -1;
 
 /// One piece of one step, everything it needs already there (received slots, a free slot to
 /// send into). Addresses are in the engine's memory (host or device).
@@ -76,6 +82,13 @@ class LaneFeed {
   /// The lane admitted `index`-th (the run's initial lanes first, from 0) finished; the runner
   /// no longer uses that lane or its args.
   virtual void finished(size_t index) = 0;
+  /// The lane admitted `index`-th, a recv from any source, took its first piece from `peer`,
+  /// whose message holds `count` elements (before finished()).
+  virtual void matched(size_t index, int peer, size_t count) {
+    (void)index;
+    (void)peer;
+    (void)count;
+  }
   /// Asked between sweeps: true makes the run return, its unfinished lanes kept where they are
   /// for ProgramRunner::resumeGroup (a thread that ran the group for one op's wait goes back to
   /// its caller once that op is done, while the others stay posted).
@@ -126,6 +139,9 @@ class ProgramRunner {
   /// from a peer meets the sender's n-th send to it. Fails the whole group as run() fails. Returns
   /// true when every lane finished, false when feed.pause() stopped it (then resumeGroup goes on,
   /// and no other run may come between).
+  /// A recv from any source (ExecArgs::anySource) takes the first message whose tag is its own
+  /// from any peer whose stream no earlier-posted recv waits on (a recv from that peer, or from
+  /// any source with that tag, posted before it), and reports the peer through feed.matched().
   bool runGroup(const std::vector<LaneRun>& lanes, LaneFeed& feed);
   /// Goes on with the group a runGroup or resumeGroup paused; returns as runGroup does.
   bool resumeGroup(LaneFeed& feed);
@@ -157,6 +173,11 @@ class ProgramRunner {
     size_t step = 0;
     size_t piece = 0;
     bool finished = false;  // counted and reported finished
+    bool p2pRecv = false;   // a point-to-point recv (one step): numbered when it starts
+    bool anySource = false;  // ... from any source: `matched` is its step once started
+    bool started = false;    // p2p recv: reads its peer's stream (from its first piece on)
+    int from = -1;           // p2p recv, once started: the peer
+    Step matched;            // an any-source recv's step once started: the peer and its count
     bool atEnd() const { return step >= lane->steps.size(); }
     bool done() const { return finished; }
   };
@@ -186,6 +207,20 @@ class ProgramRunner {
   /// Drops finished lanes at the front of cursors_ (groups; none of pending_ then).
   void dropFinishedFront();
   bool tryPiece(Cursor& cursor);
+  /// The step a cursor stands at (an any-source recv's, once matched, names the sender).
+  const Step& stepOf(const Cursor& c) const {
+    return c.anySource && c.started ? c.matched : c.lane->steps[c.step];
+  }
+  /// A point-to-point recv at its start: picks its peer (any source: the first that has a
+  /// message with its tag that no earlier recv waits for), checks it may read that peer's stream
+  /// now, and numbers it (the n-th recv from a peer expects the peer's n-th send). False: not yet.
+  bool startRecv(Cursor& c);
+  /// An any-source recv's peer: the first (round robin) with a matching message it may take, or
+  /// -1; that message's size and header in *bytes and *meta.
+  int matchAnySource(const Cursor& c, size_t* bytes, transport::MessageMeta* meta);
+  /// Whether a recv posted before `c` has the first claim on `peer`'s next message `meta`: a
+  /// recv from that peer not yet started, or an unmatched recv from any source with meta's tag.
+  bool earlierClaims(const Cursor& c, int peer, const transport::MessageMeta& meta) const;
   /// Releases the consumed slots, posts the filled one, and moves the cursor on.
   void commit(Cursor& c, const Step& s, transport::RecvChannel* in, transport::SendChannel* out,
               size_t bytes);
@@ -238,6 +273,13 @@ class ProgramRunner {
   std::deque<Cursor> cursors_;  // a deque: joining lanes leave the others' addresses alone
   std::vector<Pending> pending_;
   std::vector<const void*> gatherSrcs_;
+  // Point-to-point recvs: per peer, those ever started (the next one's number, as the peer's
+  // sends count) and the lane reading its stream now (kNoLane: none); any-source recvs of this
+  // run not yet matched; the peer an any-source recv looks at first (round robin).
+  std::vector<uint64_t> recvsFrom_;
+  std::vector<size_t> recvOwner_;
+  size_t unmatchedAny_ = 0;
+  int anyNext_ = 0;
   std::function<void(const std::string&)> onWaiting_;
   // Payload bytes posted to / consumed from each peer since creation (relaxed: written by the
   // running thread only, read by reports from any thread).

@@ -106,6 +106,11 @@ braidResult_t braidScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
 braidResult_t braidSend(const void* buf, size_t count, braidDataType_t type, int peer,
                         braidComm_t comm);
 braidResult_t braidRecv(void* buf, size_t count, braidDataType_t type, int peer, braidComm_t comm);
+/* Receives the first message with `tag` from any peer, of at most count elements (a larger one
+ * is braidMismatch); sets *source to its sender and *bytes to its size (either may be NULL).
+ * Per peer, messages match in posting order. */
+braidResult_t braidRecvAnySource(void* buf, size_t count, braidDataType_t type, int tag,
+                                 int* source, size_t* bytes, braidComm_t comm);
 braidResult_t braidBarrier(braidComm_t comm);
 
 /* Non-blocking all-reduce; finish with braidWait or poll with braidTest, then braidRequestFree. */

@@ -73,6 +73,12 @@ std::string hostAddress();
 class Request;
 struct CommState;
 
+/// What a receive got: the rank that sent it and its payload in bytes.
+struct RecvResult {
+  int source = -1;
+  size_t bytes = 0;
+};
+
 /// A group of ranks that run collectives together.
 class Communicator {
  public:
@@ -128,11 +134,20 @@ class Communicator {
   /// root's, size()*recvCount elements; unused elsewhere). In place at the root when
   /// recv == send + root*recvCount*elemsize (its own block stays, as MPI_IN_PLACE).
   void scatter(const void* send, void* recv, size_t recvCount, DataType type, int root);
-  /// Point-to-point: the n-th recv from a peer meets the peer's n-th send to this rank (posting
-  /// order, as MPI without wildcards and NCCL), and their `tag`s (0..2^31-1) must agree: a
-  /// difference fails both with kMismatch naming the two tags (tags check, they do not reorder).
+  /// Point-to-point: the n-th recv from a peer (counting the recvs from any source it matched)
+  /// meets the peer's n-th send to this rank (posting order, as MPI and NCCL), and their `tag`s
+  /// (0..2^31-1) must agree: a difference fails both with kMismatch naming the two tags (tags
+  /// check, they do not reorder; only recvAnySource chooses by tag).
   void send(const void* buf, size_t count, DataType type, int peer, int tag = 0);
   void recv(void* buf, size_t count, DataType type, int peer, int tag = 0);
+  /// Receives from any source (MPI_ANY_SOURCE): the first message with this `tag` that any peer
+  /// sends this rank, of at most `count` elements of `type` (a larger one fails with kMismatch
+  /// naming both sizes; a smaller one fills the front of buf). Per peer, messages still match in
+  /// posting order: a peer's next message goes to the first posted recv (from it, or from any
+  /// source with its tag) that is waiting. Returns who sent it and how much. count must be > 0.
+  /// Waits under the communicator's timeout (kTimeout naming the tag and size); fails at once when
+  /// every peer is gone, or when a peer's failure reaches this rank.
+  RecvResult recvAnySource(void* buf, size_t count, DataType type, int tag = 0);
   void barrier();
 
   // Non-blocking: the same, returning at once; buffers must stay valid until completion.
@@ -151,6 +166,8 @@ class Communicator {
   Request scatterAsync(const void* send, void* recv, size_t recvCount, DataType type, int root);
   Request sendAsync(const void* buf, size_t count, DataType type, int peer, int tag = 0);
   Request recvAsync(void* buf, size_t count, DataType type, int peer, int tag = 0);
+  /// recvAnySource, returning at once: Request::received() says who sent what once it is done.
+  Request recvAnySourceAsync(void* buf, size_t count, DataType type, int tag = 0);
   Request barrierAsync();
 
   /// Tears the communicator down from any thread: calls in flight here end with kAborted, peers
@@ -189,6 +206,9 @@ class Request {
   void wait(Deadline deadline = Deadline::never());
   /// The error once finished with one (kOk while pending or on success).
   ErrorCode status() const;
+  /// A receive's sender and bytes (recv: its peer and its size; recvAnySource: the matched
+  /// message's). Throws kInvalidUsage when this is no receive or it has not finished well.
+  RecvResult received() const;
 
  private:
   struct Op;

@@ -237,17 +237,6 @@ at::Tensor BraidProcessGroup::outputBuffer(BraidWork& work, const at::Tensor& te
   return staged;
 }
 
-void BraidProcessGroup::unsupported(const char* opName) {
-  TORCH_CHECK_NOT_IMPLEMENTED(false, "braid: ", opName,
-                              " is not supported by braid yet (supported: allreduce, "
-                              "allreduce_coalesced, broadcast, reduce, allgather, "
-                              "_allgather_base, allgather_coalesced, "
-                              "allgather_into_tensor_coalesced, reduce_scatter, "
-                              "_reduce_scatter_base, reduce_scatter_tensor_coalesced, gather, "
-                              "scatter, alltoall_base, alltoall, barrier, monitored_barrier, "
-                              "send, recv)");
-}
-
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::broadcast(
     std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
   constexpr const char* kName = "broadcast";
@@ -743,18 +732,25 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::send(std::vector<at::Tensor>
   return work;
 }
 
+c10::intrusive_ptr<BraidWork> BraidProcessGroup::recvWork(
+    std::vector<at::Tensor>& tensors, int tag, OpType opType, const char* opName,
+    const std::function<Request(void*, size_t, DataType)>& post) {
+  checkTag(tag, opName);
+  const at::Tensor& tensor = single(tensors, opName);
+  const DataType type = toDataType(tensor.scalar_type(), opName);
+  auto work = makeWork(opType, opName);
+  at::Tensor buf = outputBuffer(*work, tensor);
+  work->requests.push_back(submit(opName, [&] { return post(buf.data_ptr(), count(buf), type); }));
+  work->outputs = {tensor};
+  return work;
+}
+
 c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recv(std::vector<at::Tensor>& tensors,
                                                          int srcRank, int tag) {
-  constexpr const char* kName = "recv";
-  checkTag(tag, kName);
-  const at::Tensor& tensor = single(tensors, kName);
-  const DataType type = toDataType(tensor.scalar_type(), kName);
-  auto work = makeWork(OpType::RECV, kName);
-  at::Tensor buf = outputBuffer(*work, tensor);
-  work->requests.push_back(submit(
-      kName, [&] { return comm_->recvAsync(buf.data_ptr(), count(buf), type, srcRank, tag); }));
+  auto work = recvWork(tensors, tag, OpType::RECV, "recv", [&](void* buf, size_t n, DataType t) {
+    return comm_->recvAsync(buf, n, t, srcRank, tag);
+  });
   work->sourceRank_ = srcRank;
-  work->outputs = {tensor};
   return work;
 }
 
@@ -820,8 +816,16 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Ten
   return work;
 }
 
-c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recvAnysource(std::vector<at::Tensor>&, int) {
-  unsupported("recv from any source");
+c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::recvAnysource(
+    std::vector<at::Tensor>& tensors, int tag) {
+  size_t bytes = 0;
+  auto work = recvWork(tensors, tag, OpType::RECVANYSOURCE, "recv from any source",
+                       [&](void* buf, size_t n, DataType t) {
+                         bytes = n * dataTypeSize(t);
+                         return comm_->recvAnySourceAsync(buf, n, t, tag);
+                       });
+  work->expectAnySource(bytes);
+  return work;
 }
 
 }  // namespace braid::pytorch

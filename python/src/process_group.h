@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -140,16 +141,22 @@ class BraidProcessGroup : public GroupBase {
   c10::intrusive_ptr<::c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
                                             std::vector<at::Tensor>& inputs,
                                             const ::c10d::AllToAllOptions& opts) override;
-  // Not supported by braid yet: raises NotImplementedError naming the op.
+  /// recv without src (dist.recv(t), dist.irecv(t)): braid's recvAnySource, the first message
+  /// with `tag` any rank sends this one (per sender in issue order); the Work's sourceRank()
+  /// names the sender once it completed. A message of another size than the tensor fails it.
   c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
                                                  int tag) override;
 
  private:
   c10::intrusive_ptr<BraidWork> makeWork(::c10d::OpType type, const char* opName);
+  /// A recv's Work: the checks, the output buffer (staged when the tensor is not contiguous),
+  /// and `post`(buffer, count, type) submitting braid's receive into it.
+  c10::intrusive_ptr<BraidWork> recvWork(
+      std::vector<at::Tensor>& tensors, int tag, ::c10d::OpType opType, const char* opName,
+      const std::function<Request(void*, size_t, DataType)>& post);
   /// The contiguous buffer braid writes for `tensor`: the tensor itself, or a staging copy
   /// that `work` copies back into it on completion.
   at::Tensor outputBuffer(BraidWork& work, const at::Tensor& tensor);
-  [[noreturn]] void unsupported(const char* opName);
   // Submit one braid op into `work` (shared by the single and the coalesced forms).
   void submitAllgather(BraidWork& work, const std::vector<at::Tensor>& outputs,
                        const at::Tensor& input, const char* opName);

@@ -61,6 +61,16 @@ bool BraidWork::complete(Deadline deadline, bool userDeadline) {
       }
     }
   }
+  if (failure.empty() && anySource_) {
+    // PyTorch's recv fills the whole tensor: a smaller message is as wrong as a larger one.
+    const RecvResult got = requests.front().received();
+    if (got.bytes != anySourceBytes_) {
+      failure = fmt::format("rank {} sent a message of {} bytes, the tensor holds {} bytes",
+                            got.source, got.bytes, anySourceBytes_);
+    } else {
+      anySourceRank_.store(got.source);
+    }
+  }
   if (failure.empty()) {
     try {
       for (auto& [destination, staged] : copyOut) destination.copy_(staged);
@@ -120,6 +130,12 @@ bool BraidWork::wait(std::chrono::milliseconds timeout) {
 std::vector<at::Tensor> BraidWork::result() { return outputs; }
 
 int BraidWork::sourceRank() const {
+  if (anySource_) {
+    const int source = anySourceRank_.load();
+    TORCH_CHECK(source >= 0, "braid ", opName_,
+                ": sourceRank() is known once the work completed well (wait() first)");
+    return source;
+  }
   TORCH_CHECK(sourceRank_ >= 0, "braid ", opName_, ": sourceRank() is defined for recv only");
   return sourceRank_;
 }

@@ -35,7 +35,14 @@ class BraidWork : public ::c10d::Work {
   std::vector<std::pair<at::Tensor, at::Tensor>> copyOut;
   std::vector<at::Tensor> outputs;    ///< result() and the future's value
   std::vector<at::Tensor> keepAlive;  ///< buffers braid reads or writes until completion
-  int sourceRank_ = -1;               ///< recv's peer
+  int sourceRank_ = -1;               ///< recv's peer (recv from any source: once completed)
+
+  /// The work is one recv from any source (requests[0]) into a buffer of `bytes`: completing it
+  /// takes the sender for sourceRank(), and a message of another size fails it.
+  void expectAnySource(size_t bytes) {
+    anySourceBytes_ = bytes;
+    anySource_ = true;
+  }
 
   bool isCompleted() override;
   bool wait(std::chrono::milliseconds timeout) override;
@@ -62,6 +69,9 @@ class BraidWork : public ::c10d::Work {
   bool done_ = false;
   std::exception_ptr error_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool anySource_ = false;
+  size_t anySourceBytes_ = 0;
+  std::atomic<int> anySourceRank_{-1};  // set by complete(), read by sourceRank() from any thread
 };
 
 }  // namespace braid::pytorch

@@ -14,6 +14,7 @@
 
 #include "tests/comm/abort_check.h"
 #include "tests/kit/communicators.h"
+#include "tests/kit/expect_ranks.h"
 
 namespace braid::testing {
 namespace {
@@ -36,17 +37,6 @@ void expectMessage(const std::vector<int32_t>& got, int from, int to, int k) {
     ASSERT_EQ(got[i], payload(from, to, k, i))
         << "rank " << to << " message " << k << " from rank " << from << " element " << i;
   }
-}
-
-Options optionsFor(const std::string& transport, double timeout = 30) {
-  Options options;
-  options.transport = transport;
-  options.timeoutSeconds = timeout;
-  return options;
-}
-
-void expectNoErrors(const std::vector<std::exception_ptr>& errors) {
-  for (size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
 }
 
 constexpr size_t k64MiB = (size_t(64) << 20) / sizeof(int32_t);

@@ -5,6 +5,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "braid/braid.hpp"
@@ -12,6 +13,14 @@
 #include "tests/kit/threads.h"
 
 namespace braid::testing {
+
+/// Options with a transport forced ("" = by capability) and a timeout in seconds.
+inline Options optionsFor(const std::string& transport, double timeout = 30) {
+  Options options;
+  options.transport = transport;
+  options.timeoutSeconds = timeout;
+  return options;
+}
 
 /// Creates n communicators (one per thread, rank r with Communicator::fromStore over storeOf(r)
 /// and optionsOf(r)) and runs fn(comm) on each; returns each rank's exception.

@@ -47,9 +47,6 @@ if BACKEND == "braid":
     # tests put each rank on its own GPU, which this machine does not have.
     for feature in ("plugin", "subgroup", "ddp"):
         DistTestCases.backend_feature[feature].add("braid")
-    # What braid lacks today, skipped the way PyTorch skips it for NCCL or UCC: receives from
-    # any source.
-    DistTestCases.skip_collective["sendrecv anysource"].add("braid")
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest,

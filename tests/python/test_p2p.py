@@ -8,39 +8,21 @@ batch, and plain isend/irecv both posted before either wait. Every element is ch
 """
 import os
 import sys
-import warnings
-from datetime import timedelta
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+from p2p_kit import check as check_from, finish, message, start  # noqa: E402
 
 SIZES = [1, 1031, (16 << 20) // 4]  # float32 elements; the last is 16 MiB
 
 
 def worker():
-    import torch
-    import torch.distributed as dist
-    import braid_torch  # noqa: F401  (registers "braid")
-
-    torch.set_num_threads(1)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=UserWarning)
-    dist.init_process_group("braid", timeout=timedelta(seconds=30))
-    rank, world = dist.get_rank(), dist.get_world_size()
-    assert world == 2, "test_p2p runs at 2 ranks"
+    torch, dist, rank = start(2)
     peer = 1 - rank
 
-    def message(src, n, k):
-        """What rank `src` sends as its k-th message of n elements (the same in every process)."""
-        return torch.arange(n, dtype=torch.float32) * 3 + src * 1000003 + k * 7
-
     def check(got, src, k, what):
-        want = message(src, got.numel(), k)
-        if not torch.equal(got, want):
-            bad = (got != want).nonzero()[0].item()
-            raise AssertionError(f"rank {rank}: {what}: element {bad} is {got[bad].item()}, "
-                                 f"want {want[bad].item()}")
+        check_from(rank, got, src, k, what)
 
     for n in SIZES:
         for recv_first in (True, False):
@@ -72,11 +54,7 @@ def worker():
     send.wait()
     recv.wait()
     check(got, peer, 9, "isend then irecv of 16 MiB")
-    total = torch.ones(3)
-    dist.all_reduce(total)
-    assert torch.equal(total, torch.full((3,), 2.0)), f"rank {rank}: all_reduce after: {total}"
-    dist.destroy_process_group()
-    print(f"rank {rank}: ok")
+    finish(rank)
 
 
 if __name__ == "__main__":
