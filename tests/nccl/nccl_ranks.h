@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -19,9 +21,13 @@
 namespace braid::nccltest {
 
 /// A fresh path for one job's id.
+/// A random part in the name: a file left by an earlier run whose pid came round again must not
+/// be read as this run's id (ranks then dialled a store that was gone).
 inline std::string idPath() {
   static std::atomic<int> next{0};
-  return "/tmp/braid-nccl-id-" + std::to_string(::getpid()) + "-" + std::to_string(next++);
+  static const uint64_t nonce = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  return "/tmp/braid-nccl-id-" + std::to_string(::getpid()) + "-" + std::to_string(nonce) + "-" +
+         std::to_string(next++);
 }
 
 /// Rank 0 makes the id and publishes it at `path`; the others read it (up to 60 s).
