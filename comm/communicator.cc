@@ -45,6 +45,7 @@ std::shared_ptr<CommState> CommState::make(int rank, int size, const ResolvedOpt
 void CommState::start(std::unique_ptr<transport::Endpoint> connected,
                       std::unique_ptr<comm::PieceEngine> pieces, bool oversubscribed) {
   endpoint = std::move(connected);
+  refreshTunerConfig();
   executor =
       std::make_unique<comm::Executor>(*endpoint, aborted, oversubscribed, std::move(pieces));
   if (!medium->callersRun()) {
@@ -101,8 +102,9 @@ CommState::~CommState() {
   closeRendezvous(*this, connected);
 }
 
-comm::TunerConfig CommState::tunerConfig() const {
-  comm::TunerConfig config;
+void CommState::refreshTunerConfig() {
+  comm::TunerConfig& config = tunerCache;
+  config = comm::TunerConfig{};
   config.nranks = size;
   config.slotBytes = options.slotBytes;
   config.slots = options.slots;
@@ -114,7 +116,6 @@ comm::TunerConfig CommState::tunerConfig() const {
   config.singleCopyMinBytes = options.singleCopyBytes;
   config.deterministic = options.deterministic;
   config.pickChunk = options.pickChunk;
-  return config;
 }
 
 OpDesc CommState::issue(OpDesc d) {
@@ -139,19 +140,25 @@ OpDesc CommState::issue(OpDesc d) {
   return d;
 }
 
-std::shared_ptr<const comm::RankProgram> CommState::program(const comm::ScheduleSpec& spec) {
+const comm::RankProgram& CommState::program(const comm::ScheduleSpec& spec) {
+  // Built with the communicator's node ids (hier groups ranks by them): callers leave them out,
+  // so no op copies them.
+  auto build = [&] {
+    comm::ScheduleSpec full = spec;
+    full.nodeOf = nodeOf;
+    return std::make_shared<const comm::RankProgram>(comm::buildProgram(full, rank));
+  };
   if (spec.perPeer) {
     // allToAllv: this call's own splits, not worth keeping.
-    return std::make_shared<const comm::RankProgram>(comm::buildProgram(spec, rank));
+    lastPerPeer = build();
+    return *lastPerPeer;
   }
   ProgramKey key{int(spec.shape), int(spec.family), spec.count,        spec.root,
                  spec.lanes,      spec.inPlace,     spec.elemsPerPiece};
   auto it = programs.find(key);
-  if (it != programs.end()) return it->second;
+  if (it != programs.end()) return *it->second;
   if (programs.size() >= 256) programs.clear();
-  auto built = std::make_shared<const comm::RankProgram>(comm::buildProgram(spec, rank));
-  programs.emplace(key, built);
-  return built;
+  return *programs.emplace(key, build()).first->second;
 }
 
 void CommState::execute(const OpDesc& d, uint64_t ticket) {
@@ -232,7 +239,7 @@ std::string CommState::statusReport() const {
 }
 
 void CommState::runOp(const OpDesc& d, uint64_t ticket) {
-  {
+  if (brokenSeen.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (broken) throw *broken;
   }
@@ -255,10 +262,9 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   comm::Plan plan = comm::planOp(d, rank, size, tunerConfig(), options.slotBytes,
                                  options.timeoutSeconds, options.streamBytes);
   comm::ExecArgs& args = plan.args;
-  std::shared_ptr<const comm::RankProgram> prog;
+  const comm::RankProgram* prog = nullptr;
   if (!plan.isP2p) {
     comm::ScheduleSpec& spec = plan.spec;
-    spec.nodeOf = nodeOf;
     if (d.coll == Collective::kBarrier) {
       args.input = medium->scratchIn();
       args.output = medium->scratchOut();
@@ -271,7 +277,7 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
                     comm::channelsUsed(spec.family, spec.lanes), endpoint->channels());
     }
     if (spec.family != Algorithm::kSingleCopy && spec.family != Algorithm::kRankOrder) {
-      prog = program(spec);
+      prog = &program(spec);
     }
   }
   const bool singleCopied = !plan.isP2p && plan.spec.family == Algorithm::kSingleCopy;
@@ -316,7 +322,6 @@ void CommState::confirmToAll(const comm::ExecArgs& args) {
   fin.family = Algorithm::kOneShot;
   fin.count = 1;
   fin.elemsPerPiece = options.slotBytes;
-  fin.nodeOf = nodeOf;
   comm::ExecArgs finArgs = args;
   finArgs.input = medium->scratchIn();
   finArgs.output = medium->scratchOut();
@@ -324,7 +329,7 @@ void CommState::confirmToAll(const comm::ExecArgs& args) {
   finArgs.op = RedOp::kMax;
   finArgs.elemsPerPiece = options.slotBytes;
   finArgs.streamOutput = false;
-  executor->run(*program(fin), finArgs);
+  executor->run(program(fin), finArgs);
 }
 
 void CommState::breakOn(const Error& e) {
@@ -333,6 +338,7 @@ void CommState::breakOn(const Error& e) {
     std::lock_guard<std::mutex> lock(errorMutex);
     if (!broken) {
       broken = e;
+      brokenSeen.store(true, std::memory_order_release);
       first = true;
     }
   }
@@ -486,7 +492,10 @@ void CommState::submitTicketed(const OpDesc& desc, const std::function<uint64_t(
 }
 
 const std::optional<Error>& CommState::brokenLocked() {
-  if (!broken) broken = medium->failureOutsideOps();
+  if (!broken) {
+    broken = medium->failureOutsideOps();
+    if (broken) brokenSeen.store(true, std::memory_order_release);
+  }
   return broken;
 }
 
@@ -503,7 +512,9 @@ std::shared_ptr<Request::Op> CommState::reusableOpLocked() {
   // Ops are reused once nobody else holds them (their Request is gone and they left the queue):
   // an allocation, a mutex and a condition variable less per async call. The oldest first; a
   // use count of 1 read after every other owner's release (acq_rel) is acquired by the fence.
-  constexpr size_t kPoolOps = 64;
+  // Up to as many as a bench keeps in flight (nccl-tests' non-blocking mode issues -n ops, then
+  // waits for them all): below that, every op of such a batch was a fresh allocation.
+  constexpr size_t kPoolOps = 4096;
   for (int look = 0; look < 2 && !opPool.empty(); ++look) {
     std::shared_ptr<Request::Op> op = std::move(opPool.front());
     opPool.pop_front();

@@ -51,10 +51,9 @@ void CommState::runRankOrder(const OpDesc& d, const comm::ExecArgs& args) {
     spec.count = 1;  // the layout says how much
     spec.perPeer = std::make_shared<comm::PeerLayout>(layout);
     spec.elemsPerPiece = args.elemsPerPiece;
-    spec.nodeOf = nodeOf;
     sub.input = from;
     sub.output = to;
-    executor->run(*program(spec), sub);
+    executor->run(program(spec), sub);
   };
   auto reduceInRankOrder = [&](char* dst, const std::vector<const void*>& srcs, size_t len) {
     kernels::reduceMany(dst, srcs.data(), n, len, args.dtype, sum);
@@ -74,11 +73,10 @@ void CommState::runRankOrder(const OpDesc& d, const comm::ExecArgs& args) {
     spec.count = c;
     spec.root = d.root;
     spec.elemsPerPiece = args.elemsPerPiece;
-    spec.nodeOf = nodeOf;
     if (r == d.root) rankOrderScratch.resize(n * c * elem);
     sub.input = in;
     sub.output = rankOrderScratch.data();
-    executor->run(*program(spec), sub);
+    executor->run(program(spec), sub);
     if (r != d.root) return;
     for (int q = 0; q < n; ++q) srcs[q] = q == r ? in : rankOrderScratch.data() + q * c * elem;
     reduceInRankOrder(out, srcs, c);

@@ -24,7 +24,6 @@ void CommState::runSingleCopy(const comm::ExecArgs& args, size_t count) {
   spec.family = Algorithm::kOneShot;
   spec.count = sizeof(Buffers);
   spec.elemsPerPiece = options.slotBytes;
-  spec.nodeOf = nodeOf;
   comm::ExecArgs exchange = args;
   exchange.input = &mine;
   exchange.output = all.data();
@@ -32,7 +31,7 @@ void CommState::runSingleCopy(const comm::ExecArgs& args, size_t count) {
   exchange.op = RedOp::kSum;
   exchange.elemsPerPiece = options.slotBytes;
   exchange.streamOutput = false;
-  executor->run(*program(spec), exchange);
+  executor->run(program(spec), exchange);
   for (int q = 0; q < size; ++q) {
     singleCopyPeers[q].input = all[q].input;
     singleCopyPeers[q].output = all[q].output;

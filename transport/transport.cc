@@ -203,6 +203,7 @@ void validate(const EndpointConfig& c) {
 class CompositeEndpoint final : public Endpoint {
  public:
   explicit CompositeEndpoint(const EndpointConfig& config) : config_(config) {
+    enableLightRinging();  // before any peer can sleep on a ring of ours (doorbell.h)
     sends_.resize(static_cast<size_t>(config.size) * config.channels, nullptr);
     recvs_.resize(static_cast<size_t>(config.size) * config.channels, nullptr);
     byPeer_.resize(config.size, nullptr);

@@ -70,6 +70,7 @@ void testPeerMemory(CommState& state, const Plan& plan, transport::KeyValue& kv)
   }
   state.singleCopyPeers = std::move(peers);
   state.singleCopy = std::make_unique<comm::SingleCopy>();
+  state.refreshTunerConfig();
 }
 
 }  // namespace braid::create

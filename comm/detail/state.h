@@ -165,6 +165,8 @@ struct CommState {
   // Set by the first failure; every later call fails with it.
   std::mutex errorMutex;
   std::optional<Error> broken;
+  /// Set (release) once `broken` holds a failure, so that runs look at it without the mutex.
+  std::atomic<bool> brokenSeen{false};
 
   /// The last options.flightOps ops (flight_recorder.h), dumped at the first failure.
   comm::FlightRecorder recorder;
@@ -260,8 +262,15 @@ struct CommState {
   /// Runs one dequeued op and completes it (never throws).
   void runQueued(const std::shared_ptr<Request::Op>& op);
   std::weak_ptr<CommState> self;
-  comm::TunerConfig tunerConfig() const;
-  std::shared_ptr<const comm::RankProgram> program(const comm::ScheduleSpec& spec);
+  /// The tuner's inputs, built once by refreshTunerConfig() (at start, and again where init
+  /// learns what changes them: single copy tested), not per op: it holds the model's shared_ptr.
+  const comm::TunerConfig& tunerConfig() const { return tunerCache; }
+  void refreshTunerConfig();
+  comm::TunerConfig tunerCache;
+  /// The program for `spec` (nodeOf is the communicator's; the caller leaves it empty), kept in
+  /// `programs` (allToAllv's per-call layouts in lastPerPeer). Valid until the next call.
+  const comm::RankProgram& program(const comm::ScheduleSpec& spec);
+  std::shared_ptr<const comm::RankProgram> lastPerPeer;
 };
 
 }  // namespace braid

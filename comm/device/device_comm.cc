@@ -247,6 +247,7 @@ void DeviceCommunicator::abort() {
     if (!c.broken) {
       c.broken = Error(ErrorCode::kAborted,
                        fmt::format("rank {}: the device communicator was aborted", c.rank));
+      c.brokenSeen.store(true, std::memory_order_release);
     }
   }
   c.abort(fmt::format("rank {} aborted", c.rank));

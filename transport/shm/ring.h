@@ -9,8 +9,9 @@
 //             | ringOffset[size]: where the rings from each peer start (0 = not a shm peer)
 //   per shm peer p (page aligned), per channel c: one ring
 //             RingControl (consumed counter written by r, read by p; own 128-byte pair)
-//             K slots, each: SlotHeader (seq, size, meta: 48 bytes) at a 128-byte boundary,
-//             payload right after it at +64, so an 8-byte message is one pair of adjacent lines.
+//             K slots, each: SlotHeader (seq, size, meta, and a copy of a payload of up to 16
+//             bytes: 64 bytes) at a 128-byte boundary, payload right after it at +64; a message
+//             of up to 16 bytes is read from the header's line alone.
 //
 // The sender p writes payload, size and meta into slot n % K, then stores seq = n + 1 (release);
 // the receiver r waits for seq == head + 1 (acquire) and, on release, stores consumed = head + 1
@@ -49,11 +50,15 @@ struct AbortRecord {
   char reason[kReasonBytes];
 };
 
+// Messages of up to kInlineBytes are also copied next to seq, so a receiver reads a tiny message
+// (an 8-byte all-reduce's) from the one line it polls instead of missing once more on the payload's.
+inline constexpr size_t kInlineBytes = 16;
+
 struct SlotHeader {
   uint64_t seq;   // n + 1 once message n is in this slot
   uint64_t size;  // payload bytes
   MessageMeta meta;
-  uint8_t pad[16];
+  uint8_t inlined[kInlineBytes];  // the payload again when size <= kInlineBytes
 };
 static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
 
@@ -166,6 +171,9 @@ class ShmSendChannel final : public SendChannel {
     SlotHeader* slot = ring_.slot(sent_);
     slot->size = bytes;
     slot->meta = meta;
+    if (bytes <= kInlineBytes) {
+      std::memcpy(slot->inlined, reinterpret_cast<char*>(slot) + kSlotHeaderBytes, bytes);
+    }
     ++sent_;
     edgeRelease(edge_);
     atom(slot->seq).store(sent_, std::memory_order_release);
@@ -199,6 +207,7 @@ class ShmRecvChannel final : public RecvChannel {
                   ring_.peer, size, ring_.slotBytes);
     if (bytes != nullptr) *bytes = size;
     if (meta != nullptr) *meta = slot->meta;
+    if (size <= kInlineBytes) return slot->inlined;
     return reinterpret_cast<char*>(slot) + kSlotHeaderBytes;
   }
 
