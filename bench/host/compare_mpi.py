@@ -5,7 +5,12 @@ over all rounds, then over the rounds of each placement the bench's probe saw (r
 sharing an L3 cache or apart), each with its number of rounds.
 
   bench/host/compare_mpi.py --ranks 2 --runs 3 -b 8 -e 256M -f 2 [--bench all_reduce_perf]
-                            [--copy-gbps X] [--extra "-z 1"] [--ideal] [--out results.md]
+                            [--copy-gbps X] [--extra "-z 1"] [--ideal] [--before DIR]
+                            [--out results.md]
+
+--before DIR: each round first runs the same command with DIR's build (an earlier commit), so
+the two alternate in one sitting; the tables add its median time per size over its rounds in
+the same placement, and now/before.
 
 --ideal (2-rank all_reduce_perf): each round also runs bench/single_copy_ideal (two threads on
 CPUs 0 and 1, each reading its half of both inputs once and writing its half of one output: the
@@ -34,6 +39,16 @@ def run_once(args, build, out_json):
         sys.exit(f"run failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     with open(out_json) as f:
         return json.load(f), " ".join(cmd)
+
+def before_medians(befores, placement):
+    """size -> (median out-of-place us, rounds) of the --before build's rounds in `placement`
+    (None: all), each row by its own probe."""
+    by_size = {}
+    for run in befores:
+        for i, row in enumerate(run["rows"]):
+            if placement is None or placement_of(run, i) == placement:
+                by_size.setdefault(row["size"], []).append(row["out_of_place"]["time_us"])
+    return {k: (statistics.median(v), len(v)) for k, v in by_size.items()}
 
 def run_ideal(args, build, out_json):
     """One round of the two-thread single-copy ideal over the same sizes (sizes below 64 B are
@@ -125,14 +140,18 @@ def main():
     p.add_argument("--copy-gbps", type=float, default=0)
     p.add_argument("--out", default="")
     p.add_argument("--ideal", action="store_true")
+    p.add_argument("--before", default="")
     args = p.parse_args()
     if args.ideal and (args.ranks != 2 or args.bench != "all_reduce_perf"):
         sys.exit("--ideal compares a 2-rank all_reduce_perf only")
     copiers = min(args.ranks, os.cpu_count())
     gbps = args.copy_gbps or copy_gbps(args.build, copiers)
-    runs, ideals, command, ideal_cmd = [], [], "", ""
+    runs, ideals, befores, command, ideal_cmd = [], [], [], "", ""
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
+            if args.before:
+                data, _ = run_once(args, args.before, os.path.join(tmp, f"b{i}.json"))
+                befores.append(data)
             data, command = run_once(args, args.build, os.path.join(tmp, f"r{i}.json"))
             runs.append(data)
             if args.ideal:
@@ -148,16 +167,22 @@ def main():
     if args.ideal:
         lines[0] += (f" Ideal: `{ideal_cmd}` after each round, its median per size over its "
                      f"rounds in the same placement (its own probe); of ideal = ideal us / braid us.")
+    if args.before:
+        lines[0] += (f" Before: the same command with {args.before}'s binary, run first in each "
+                     f"round; now/before = braid us / before us.")
     # All rounds, then (ranks 0 and 1 probed: bench/perf/placement.h) the rounds of each
     # placement apart, since the host moves the vCPUs between runs.
     classes = sorted({placement_of(r, i) for r in runs for i in range(len(r["rows"]))} - {"n/a"})
     for placement in [None] + (classes if classes else []):
         title = "all rounds" if placement is None else f"rounds with ranks 0 and 1 {placement}"
         ideal = ideal_medians(ideals, placement) if args.ideal else {}
+        before = before_medians(befores, placement) if args.before else {}
         lines += ["", f"{title}:", "",
                   "| size | rounds | braid us | braid busbw | MPI us | MPI busbw | braid/MPI | "
-                  "bound us | of bound |" + (" ideal us (rounds) | of ideal |" if args.ideal else ""),
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.ideal else "")]
+                  "bound us | of bound |" + (" ideal us (rounds) | of ideal |" if args.ideal else "")
+                  + (" before us (rounds) | now/before |" if args.before else ""),
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if args.ideal else "")
+                  + ("---:|---:|" if args.before else "")]
         for size, t, bw, mt, mbw, k in median_rows(runs, placement):
             # Each rank reads its input and writes its output once; all ranks share the memory.
             bound_us = bound_bytes(args.bench, size, n) / (gbps * 1e9) * 1e6
@@ -166,6 +191,9 @@ def main():
             if args.ideal:
                 it, ik = ideal.get(size, (None, 0))
                 line += (f" {it:.2f} ({ik}) | {it / t:.0%} |" if it else " - | - |")
+            if args.before:
+                bt, bk = before.get(size, (None, 0))
+                line += (f" {bt:.2f} ({bk}) | {t / bt:.2f} |" if bt else " - | - |")
             lines.append(line)
     report("\n".join(lines), args.out)
 
