@@ -16,6 +16,7 @@
 #include "comm/detail/state.h"
 #include "comm/device/ticket_order.h"
 #include "comm/exec/host_pieces.h"
+#include "tests/kit/alltoallv_case.h"
 #include "tests/kit/reference.h"
 #include "tests/kit/threads.h"
 #include "tests/transport/test_support.h"
@@ -204,33 +205,17 @@ TEST(TicketedQueue, ExchangesRunAndAnAllToAllvThatSendsNothingStillRuns) {
         for (int root : {0, n - 1}) calls.emplace_back(c, 1031, n, r, root);
       }
       for (Call& c : calls) rank.submit(c.desc());
-      // Rank q sends 100 + 10 p + q elements to rank p, rank 0 nothing; element i of the block
-      // from q to p is 1000 q + 100 p + i.
-      auto countOf = [](int from, int to) {
+      // Rank q sends 100 + 10 p + q elements to rank p, rank 0 nothing.
+      testing::AllToAllvCase v(r, n, [](int from, int to) {
         return from == 0 ? size_t(0) : size_t(100 + 10 * to + from);
-      };
-      std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
-      size_t inCount = 0, outCount = 0;
-      for (int p = 0; p < n; ++p) {
-        sc[p] = countOf(r, p);
-        sd[p] = inCount;
-        inCount += sc[p];
-        rc[p] = countOf(p, r);
-        rd[p] = outCount;
-        outCount += rc[p];
-      }
-      std::vector<float> in(inCount), out(outCount, -1.0f);
-      for (int p = 0; p < n; ++p)
-        for (size_t i = 0; i < sc[p]; ++i) in[sd[p] + i] = float(1000 * r + 100 * p + int(i));
-      rank.submit(comm::allToAllvOp(in.data(), sc.data(), sd.data(), out.data(), rc.data(),
-                                    rd.data(), DataType::kFloat32, r, n));
+      });
+      rank.submit(comm::allToAllvOp(v.in.data(), v.sendCounts.data(), v.sendDispls.data(),
+                                    v.out.data(), v.recvCounts.data(), v.recvDispls.data(),
+                                    DataType::kFloat32, r, n));
       ASSERT_TRUE(rank.medium->waitAll());
       EXPECT_EQ(rank.medium->ran().size(), calls.size() + 1) << "rank " << r;
       for (const Call& c : calls) c.expectReference(n, r);
-      for (int q = 0; q < n; ++q)
-        for (size_t i = 0; i < rc[q]; ++i)
-          ASSERT_EQ(out[rd[q] + i], float(1000 * q + 100 * r + int(i)))
-              << "rank " << r << ": allToAllv: element " << i << " of the block from rank " << q;
+      EXPECT_EQ(v.check("rank 0 sends nothing"), "");
       std::lock_guard<std::mutex> lock(rank.core->errorMutex);
       EXPECT_FALSE(rank.core->broken.has_value()) << rank.core->broken->what();
     });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "braid/braid.hpp"
+#include "tests/kit/alltoallv_case.h"
 #include "tests/kit/host_case.h"
 
 namespace braid::cudatest {
@@ -134,35 +135,18 @@ inline std::string checkDeviceExchanges(DeviceCommunicator& dc) {
       }
     }
   }
-  // allToAllv of `countOf(from, to)` float32 elements per pair, packed; element i of the block
-  // from q to r is q * 100000 + r * 10000 + i.
+  // allToAllv of `countOf(from, to)` float32 elements per pair (tests/kit/alltoallv_case.h).
   auto allToAllv = [&](const char* what, const std::function<size_t(int, int)>& countOf) {
-    std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
-    size_t inCount = 0, outCount = 0;
-    for (int q = 0; q < n; ++q) {
-      sc[q] = countOf(r, q);
-      sd[q] = inCount;
-      inCount += sc[q];
-      rc[q] = countOf(q, r);
-      rd[q] = outCount;
-      outCount += rc[q];
-    }
-    std::vector<float> in(inCount + 1), out(outCount + 1, -1.0f);
-    for (int q = 0; q < n; ++q)
-      for (size_t i = 0; i < sc[q]; ++i) in[sd[q] + i] = float(r * 100000 + q * 10000 + int(i));
-    cudaMemcpyAsync(scratch.in(), in.data(), in.size() * 4, cudaMemcpyHostToDevice, stream);
-    dc.allToAllv(scratch.in(), sc.data(), sd.data(), scratch.out(), rc.data(), rd.data(),
-                 DataType::kFloat32, CudaStream{stream});
-    cudaMemcpyAsync(out.data(), scratch.out(), out.size() * 4, cudaMemcpyDeviceToHost, stream);
+    testing::AllToAllvCase v(r, n, countOf);
+    cudaMemcpyAsync(scratch.in(), v.in.data(), v.in.size() * 4, cudaMemcpyHostToDevice, stream);
+    dc.allToAllv(scratch.in(), v.sendCounts.data(), v.sendDispls.data(), scratch.out(),
+                 v.recvCounts.data(), v.recvDispls.data(), DataType::kFloat32,
+                 CudaStream{stream});
+    cudaMemcpyAsync(v.out.data(), scratch.out(), v.out.size() * 4, cudaMemcpyDeviceToHost,
+                    stream);
     cudaStreamSynchronize(stream);
     dc.checkAsyncError();
-    for (int q = 0; q < n; ++q)
-      for (size_t i = 0; i < rc[q]; ++i)
-        if (out[rd[q] + i] != float(q * 100000 + r * 10000 + int(i))) {
-          note(fmt::format("rank {}: allToAllv ({}): element {} of the block from rank {} is {}",
-                           r, what, i, q, out[rd[q] + i]));
-          return;
-        }
+    note(v.check(what));
   };
   // (from + 2 to) % 3 * 1000 + to elements, 0 for some pairs.
   allToAllv("uneven", [](int from, int to) {
