@@ -8,6 +8,7 @@
 // signal's disposition is put back as it was before the load.
 #pragma once
 
+#include <mutex>
 #include <string>
 
 namespace braid::transport {
@@ -28,5 +29,33 @@ bool bindSymbol(void* handle, const char* library, const char* symbol, Fn* fn, s
   *fn = reinterpret_cast<Fn>(findSymbol(handle, library, symbol, why));
   return *fn != nullptr;
 }
+
+/// A library loaded (loadKeepingSignals) at the first get() and never closed (its threads and
+/// plugins live as long as the process), its functions bound into the table `Calls` by `bind`
+/// (bindSymbol for each; false with *why at the first one missing). Thread-safe.
+template <typename Calls>
+class LoadedLibrary {
+ public:
+  using Bind = bool (*)(void* handle, const char* name, Calls* calls, std::string* why);
+  LoadedLibrary(const char* name, Bind bind) : name_(name), bind_(bind) {}
+
+  /// The table, or null with *why saying why the library or one of its functions is missing.
+  const Calls* get(std::string* why) {
+    std::call_once(once_, [this] {
+      void* handle = loadKeepingSignals(name_, &why_);
+      ok_ = handle != nullptr && bind_(handle, name_, &calls_, &why_);
+    });
+    if (!ok_ && why != nullptr) *why = why_;
+    return ok_ ? &calls_ : nullptr;
+  }
+
+ private:
+  const char* name_;
+  Bind bind_;
+  std::once_flag once_;
+  Calls calls_{};
+  bool ok_ = false;
+  std::string why_;
+};
 
 }  // namespace braid::transport
