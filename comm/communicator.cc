@@ -479,7 +479,9 @@ void CommState::submitTicketed(const OpDesc& desc, const std::function<uint64_t(
            collectiveName(desc.coll));
     }
     const OpDesc d = issue(desc);
-    if (d.count == 0) return;  // moves nothing
+    // Moves nothing; but allToAllv runs at count 0 (a rank that sends nothing may receive, and
+    // every rank meets every other in its completion exchanges), as on the host path (runOp).
+    if (d.count == 0 && d.coll != Collective::kAllToAllv) return;
     try {
       enqueueLocked(d, /*forProgressThread=*/true, admit());
       return;

@@ -31,6 +31,7 @@ else:
 set(BRAID_TORCH_MODULE_SOURCES
   src/c10d_store.cc
   src/types.cc
+  src/staging.cc
   src/watcher.cc
   src/work.cc
   src/process_group.cc

@@ -9,7 +9,9 @@
 #   3. the reduce-copy kernel's GB/s vs cudaMemcpy D2D at 256 MiB float32 and bfloat16;
 #   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU, and
 #      alltoall_perf --device cuda -b 8 -e 256M -f 16 with 2 ranks;
-#   5. braid_torch built against the machine's PyTorch (needs DEPS, below) and its tests run;
+#   5. braid_torch built against the machine's PyTorch (needs DEPS, below) and its tests run, CUDA
+#      tensors included (tests/python/test_cuda.py at 2 and 3 ranks: every op with a device path,
+#      all-to-all, gather and scatter too, each element against a single-process reference);
 #   6. the machine: nvidia-smi, ibv_devices, compilers.
 # Usage: bench/gpu/run_gpu_checks.sh [BUILD_OR_BIN] [OUT_DIR] [DEPS]   (from the repository root)
 #   BUILD_OR_BIN: a folder of prebuilt binaries (bench/gpu/pack_prebuilt.sh's DEST/bin), used as it
@@ -101,15 +103,15 @@ torch_step() {
     -DBRAID_WITH_TORCH2=ON -DBRAID_TORCH2_PYTHON="$(command -v python3)" -DBRAID_WITH_MPI=OFF \
     -DBRAID_WITH_UCX=OFF -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_FUZZ=OFF -DBRAID_WITH_TRAINER=OFF &&
     cmake --build "$tb" -j6 --target braid_torch2 &&
-    for t in collectives_2 ops_2 p2p_2 ddp cuda_2; do
-      [ -f "$SRC/tests/python/test_${t%_2}.py" ] || continue
+    for t in collectives_2 ops_2 p2p_2 ddp cuda_2 cuda_3; do
+      [ -f "$SRC/tests/python/test_${t%_[0-9]}.py" ] || continue
       echo "--- $t"
       ctest --test-dir "$tb" -R "^torch2_$t\$" -FA '.*' --output-on-failure --timeout 120 || return 1
     done
 }
 if [ -n "${BRAID_GPU_SKIP_TORCH:-}" ]; then :; else
   export -f torch_step; export SRC DEPS
-  bg torch 300 bash -c torch_step
+  bg torch 420 bash -c torch_step
 fi
 
 # 1. Correctness, concurrently (they share the GPU; no timing here).

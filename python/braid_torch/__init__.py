@@ -1,10 +1,11 @@
 """braid as a PyTorch distributed backend.
 
     import torch.distributed as dist, braid_torch   # importing registers the "braid" backend
-    dist.init_process_group("braid")                 # env:// as usual (torchrun, braidrun, mpirun)
+    dist.init_process_group("braid")                 # env:// (braidrun, mpirun; torchrun on 2.x)
 
-Collectives run on CPU tensors over braid's shared-memory / TCP transports. See README.md in
-braid's python/ folder for what is supported.
+Collectives run on CPU tensors over braid's shared-memory / TCP transports, and under PyTorch 2.x
+built with CUDA also on CUDA tensors through braid's device path. See README.md in braid's python/
+folder for what is supported.
 """
 import inspect
 import os
@@ -61,9 +62,10 @@ def _create_backend(opts, backend_options=None):
 def register():
     """Registers the "braid" backend with torch.distributed (done on import; idempotent).
 
-    PyTorch 2.x: a c10d Backend for the "cpu" and "cuda" devices (CUDA tensors are refused with
-    an error naming the device for now), created through the extended API. 1.13: a ProcessGroup
-    created from (store, rank, world_size, timeout)."""
+    PyTorch 2.x: a c10d Backend for the "cpu" and "cuda" devices (CUDA tensors take braid's
+    device path where the module was built with it, else they are refused saying why), created
+    through the extended API. 1.13: a ProcessGroup created from (store, rank, world_size,
+    timeout)."""
     if BACKEND_NAME.upper() in getattr(dist.Backend, "_plugins", {}):
         return
     params = inspect.signature(dist.Backend.register_backend).parameters

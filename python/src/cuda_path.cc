@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "staging.h"
+
 namespace braid::pytorch {
 namespace {
 
@@ -18,6 +20,11 @@ at::Tensor contiguousOf(const at::Tensor& tensor) {
 }
 void copyBack(const at::Tensor& tensor, const at::Tensor& buffer) {
   if (!buffer.is_same(tensor)) tensor.copy_(buffer);
+}
+// Copies `flat`'s pieces into the tensors of `list` (laid out as flatCat lays them).
+void copyInto(const std::vector<at::Tensor>& list, const at::Tensor& flat) {
+  const std::vector<at::Tensor> views = viewsLike(flat, list);
+  for (size_t i = 0; i < list.size(); ++i) list[i].copy_(views[i]);
 }
 
 void checkCuda(cudaError_t err, const char* opName, const char* call) {
@@ -168,15 +175,9 @@ CudaPath::WorkPtr CudaPath::allReduceCoalesced(int rank, const std::vector<Tenso
   return run(rank, ::c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", outputs,
              [&](DeviceCommunicator& dc, CudaStream s) {
                for (size_t g = 0; g < groups.size(); ++g) {
-                 Tensors flatViews;
-                 for (const auto& tensor : groups[g]) flatViews.push_back(tensor.reshape({-1}));
-                 at::Tensor flat = at::cat(flatViews);
+                 at::Tensor flat = flatCat(groups[g]);
                  dc.allReduce(flat.data_ptr(), flat.data_ptr(), count(flat), types[g], op, s);
-                 int64_t offset = 0;
-                 for (const auto& tensor : groups[g]) {
-                   tensor.copy_(flat.narrow(0, offset, tensor.numel()).view_as(tensor));
-                   offset += tensor.numel();
-                 }
+                 copyInto(groups[g], flat);
                }
              });
 }
@@ -188,11 +189,7 @@ CudaPath::WorkPtr CudaPath::allGather(int rank, const Tensors& list, const at::T
                at::Tensor in = contiguousOf(input);
                at::Tensor gathered = at::empty({size * input.numel()}, input.options());
                dc.allGather(in.data_ptr(), gathered.data_ptr(), count(in), type, s);
-               for (size_t r = 0; r < list.size(); ++r) {
-                 list[r].copy_(
-                     gathered.narrow(0, static_cast<int64_t>(r) * input.numel(), input.numel())
-                         .view_as(list[r]));
-               }
+               copyInto(list, gathered);
              });
 }
 
@@ -221,6 +218,61 @@ CudaPath::WorkPtr CudaPath::reduceScatterBase(int rank, ::c10d::OpType opType,
       copyBack(outputs[i], out);
     }
   });
+}
+
+CudaPath::WorkPtr CudaPath::allToAllBase(int rank, const at::Tensor& output,
+                                         const at::Tensor& input, const Splits& send,
+                                         const Splits& recv, DataType type) {
+  return run(rank, ::c10d::OpType::ALLTOALL_BASE, "alltoall_base", {output},
+             [&](DeviceCommunicator& dc, CudaStream s) {
+               at::Tensor in = contiguousOf(input);
+               at::Tensor out = contiguousOf(output);
+               dc.allToAllv(in.data_ptr(), send.counts.data(), send.displs.data(), out.data_ptr(),
+                            recv.counts.data(), recv.displs.data(), type, s);
+               copyBack(output, out);
+             });
+}
+
+CudaPath::WorkPtr CudaPath::allToAll(int rank, const Tensors& outputs, const Tensors& inputs,
+                                     const Splits& send, const Splits& recv, DataType type) {
+  return run(rank, ::c10d::OpType::ALLTOALL, "alltoall", outputs,
+             [&](DeviceCommunicator& dc, CudaStream s) {
+               at::Tensor flatIn = flatCat(inputs);
+               at::Tensor flatOut =
+                   at::empty({static_cast<int64_t>(recv.total())}, inputs.front().options());
+               dc.allToAllv(flatIn.data_ptr(), send.counts.data(), send.displs.data(),
+                            flatOut.data_ptr(), recv.counts.data(), recv.displs.data(), type, s);
+               copyInto(outputs, flatOut);
+             });
+}
+
+CudaPath::WorkPtr CudaPath::gather(int rank, const Tensors& list, const at::Tensor& input,
+                                   DataType type, int root) {
+  return run(rank, ::c10d::OpType::GATHER, "gather", list,
+             [&](DeviceCommunicator& dc, CudaStream s) {
+               at::Tensor in = contiguousOf(input);
+               at::Tensor gathered;  // the root's: every rank's input in rank order
+               if (!list.empty()) {
+                 gathered = at::empty({static_cast<int64_t>(list.size()) * input.numel()},
+                                      input.options());
+               }
+               dc.gather(in.data_ptr(), gathered.defined() ? gathered.data_ptr() : nullptr,
+                         count(in), type, root, s);
+               if (gathered.defined()) copyInto(list, gathered);
+             });
+}
+
+CudaPath::WorkPtr CudaPath::scatter(int rank, const at::Tensor& output, const Tensors& list,
+                                    DataType type, int root) {
+  return run(rank, ::c10d::OpType::SCATTER, "scatter", {output},
+             [&](DeviceCommunicator& dc, CudaStream s) {
+               at::Tensor flat;  // the root's: every rank's piece in rank order
+               if (!list.empty()) flat = flatCat(list);
+               at::Tensor out = contiguousOf(output);
+               dc.scatter(flat.defined() ? flat.data_ptr() : nullptr, out.data_ptr(), count(out),
+                          type, root, s);
+               copyBack(output, out);
+             });
 }
 
 void CudaPath::abort() {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "braid/braid.hpp"
+#include "staging.h"
 
 namespace braid::pytorch {
 
@@ -54,6 +55,20 @@ class CudaPath {
   WorkPtr reduceScatterBase(int rank, ::c10d::OpType opType, const char* opName,
                             const Tensors& outputs, const Tensors& inputs,
                             const std::vector<DataType>& types, RedOp op);
+  /// all_to_all_single: braid's allToAllv from `input` into `output` with the block layouts
+  /// `send` and `recv` (elements, rank order).
+  WorkPtr allToAllBase(int rank, const at::Tensor& output, const at::Tensor& input,
+                       const Splits& send, const Splits& recv, DataType type);
+  /// all_to_all's list form: inputs[q] goes to rank q, outputs[q] comes from rank q (layouts
+  /// `send` and `recv` of the lists packed end to end), through flat buffers.
+  WorkPtr allToAll(int rank, const Tensors& outputs, const Tensors& inputs, const Splits& send,
+                   const Splits& recv, DataType type);
+  /// gather to `root`: list (the root's, one tensor per rank; empty on the others) receives
+  /// each rank's `input`.
+  WorkPtr gather(int rank, const Tensors& list, const at::Tensor& input, DataType type, int root);
+  /// scatter from `root`: `output` receives list[rank] of the root's list (empty elsewhere).
+  WorkPtr scatter(int rank, const at::Tensor& output, const Tensors& list, DataType type,
+                  int root);
   void abort();
 
  private:

@@ -38,6 +38,20 @@ CudaPath::WorkPtr CudaPath::reduceScatterBase(int, ::c10d::OpType, const char*, 
                                               RedOp) {
   unreachable();
 }
+CudaPath::WorkPtr CudaPath::allToAllBase(int, const at::Tensor&, const at::Tensor&,
+                                         const Splits&, const Splits&, DataType) {
+  unreachable();
+}
+CudaPath::WorkPtr CudaPath::allToAll(int, const Tensors&, const Tensors&, const Splits&,
+                                     const Splits&, DataType) {
+  unreachable();
+}
+CudaPath::WorkPtr CudaPath::gather(int, const Tensors&, const at::Tensor&, DataType, int) {
+  unreachable();
+}
+CudaPath::WorkPtr CudaPath::scatter(int, const at::Tensor&, const Tensors&, DataType, int) {
+  unreachable();
+}
 void CudaPath::abort() {}
 
 }  // namespace braid::pytorch

@@ -10,6 +10,7 @@
 #include "comm/bootstrap/secret.h"
 #include "common/env.h"
 #include "cuda_path.h"
+#include "staging.h"
 #include "types.h"
 #include "watcher.h"
 
@@ -90,69 +91,89 @@ void checkTag(int tag, const char* opName) {
   TORCH_CHECK(tag >= 0, "braid ", opName, ": tag ", tag, " is negative");
 }
 
+// `tensor` (`what`) is of the dtype and on the device of `like` (`likeWhat`), which was checked
+// already: a CUDA `like` only in an op that takes CUDA tensors, so elsewhere a CUDA `tensor` is
+// refused as a mixed device.
 void checkSameKind(const at::Tensor& tensor, const at::Tensor& like, const char* opName,
-                   const char* what) {
-  checkTensor(tensor, opName, onCuda(like));
+                   const char* what, const char* likeWhat = "the input") {
+  checkTensor(tensor, opName, /*cudaOk=*/true);
   TORCH_CHECK(tensor.scalar_type() == like.scalar_type(), "braid ", opName, ": ", what,
-              " has dtype ", tensor.scalar_type(), " but the input has ", like.scalar_type());
+              " has dtype ", tensor.scalar_type(), " but ", likeWhat, " has ", like.scalar_type());
   TORCH_CHECK(tensor.device() == like.device(), "braid ", opName, ": ", what, " is on ",
-              tensor.device(), " but the input on ", like.device());
+              tensor.device(), " but ", likeWhat, " on ", like.device());
 }
 
-// allToAllv's counts and displacements in elements, one block per rank in rank order.
-struct Splits {
-  std::vector<size_t> counts, displs;
-  void add(size_t n) {
-    displs.push_back(total());
-    counts.push_back(n);
-  }
-  size_t total() const { return counts.empty() ? 0 : displs.back() + counts.back(); }
-};
-
-// all_to_all_single's split of `tensor` (dim 0): equal when `rows` is empty, else rows[q] rows
-// of dim 0 for rank q.
-Splits splitsOf(const at::Tensor& tensor, const std::vector<int64_t>& rows, int world,
+// all_to_all_single's split of `tensor` (dim 0) on rank `rank`: equal when `rows` is empty,
+// else rows[q] rows of dim 0 for rank q.
+Splits splitsOf(const at::Tensor& tensor, const std::vector<int64_t>& rows, int rank, int world,
                 const char* opName, const char* which) {
   Splits splits;
   const size_t n = count(tensor);
   if (rows.empty()) {
-    TORCH_CHECK(n % size_t(world) == 0, "braid ", opName, ": the ", which, " has ", n,
-                " elements, not a multiple of the group's ", world, " ranks");
+    TORCH_CHECK(n % size_t(world) == 0, "braid ", opName, " (rank ", rank, "): the ", which,
+                " has ", n, " elements, not a multiple of the group's ", world, " ranks");
     for (int q = 0; q < world; ++q) splits.add(n / size_t(world));
     return splits;
   }
-  TORCH_CHECK(rows.size() == size_t(world), "braid ", opName, ": ", rows.size(), " ", which,
-              " split sizes for a group of ", world, " ranks");
+  TORCH_CHECK(rows.size() == size_t(world), "braid ", opName, " (rank ", rank, "): ", rows.size(),
+              " ", which, " split sizes for a group of ", world, " ranks");
   const int64_t dim0 = tensor.dim() == 0 ? 1 : tensor.size(0);
   const size_t perRow = dim0 == 0 ? 0 : n / size_t(dim0);
   int64_t sum = 0;
   for (int64_t r : rows) {
-    TORCH_CHECK(r >= 0, "braid ", opName, ": negative ", which, " split size ", r);
+    TORCH_CHECK(r >= 0, "braid ", opName, " (rank ", rank, "): negative ", which, " split size ",
+                r);
     sum += r;
     splits.add(size_t(r) * perRow);
   }
-  TORCH_CHECK(sum == dim0, "braid ", opName, ": the ", which, " split sizes add up to ", sum,
-              " rows, the tensor has ", dim0);
+  TORCH_CHECK(sum == dim0, "braid ", opName, " (rank ", rank, "): the ", which,
+              " split sizes add up to ", sum, " rows, the tensor has ", dim0);
   return splits;
 }
 
-// The root's tensor list of gather (outputs) or scatter (inputs): one per rank, each like
-// `like` in kind and size.
-std::vector<at::Tensor>& rootList(std::vector<std::vector<at::Tensor>>& lists,
-                                  const at::Tensor& like, int world, const char* opName,
-                                  const char* which) {
-  TORCH_CHECK(lists.size() == 1, "braid ", opName, " takes one ", which, " list on the root (got ",
-              lists.size(), ")");
-  auto& list = lists[0];
-  TORCH_CHECK(static_cast<int>(list.size()) == world, "braid ", opName, ": the ", which,
-              " list holds ", list.size(), " tensors, the group has ", world, " ranks");
-  const std::string each = std::string("an ") + which + " tensor";
-  for (const auto& t : list) {
-    checkSameKind(t, like, opName, each.c_str());
-    TORCH_CHECK(t.numel() == like.numel(), "braid ", opName, ": ", each, " has ", t.numel(),
-                " elements, this rank's ", like.numel());
+// What a rank sends itself it receives from itself: the own blocks of an all-to-all's send and
+// receive layouts must be the same size.
+void checkOwnBlock(const Splits& send, const Splits& recv, int rank, const char* opName) {
+  const size_t sent = send.counts[size_t(rank)], received = recv.counts[size_t(rank)];
+  TORCH_CHECK(sent == received, "braid ", opName, " (rank ", rank, "): this rank sends itself ",
+              sent, " elements (its input's block for rank ", rank, ") but receives ", received,
+              " from itself (its output's block); they must be equal");
+}
+
+// The work copies `flat`'s pieces into the tensors of `list` when it completes (flat: the
+// tensors end to end, as flatCat lays them out).
+void copyOutFrom(BraidWork& work, const at::Tensor& flat, const std::vector<at::Tensor>& list) {
+  work.keepAlive.push_back(flat);
+  const std::vector<at::Tensor> views = viewsLike(flat, list);
+  for (size_t i = 0; i < list.size(); ++i) work.copyOut.emplace_back(list[i], views[i]);
+}
+
+// The tensor list of gather (outputs) or scatter (inputs) on rank `rank`: the root's holds one
+// tensor per rank, each like `like` in kind and size; the others' is empty (returned: nullptr).
+const std::vector<at::Tensor>* rootList(const std::vector<std::vector<at::Tensor>>& lists,
+                                        const at::Tensor& like, int rank, int root, int world,
+                                        const char* opName, const char* which) {
+  TORCH_CHECK(root >= 0 && root < world, "braid ", opName, " (rank ", rank, "): root ", root,
+              " is not a rank of this group of ", world);
+  if (rank != root) {
+    TORCH_CHECK(lists.empty() || (lists.size() == 1 && lists[0].empty()), "braid ", opName,
+                " (rank ", rank, "): only the root (rank ", root, ") takes ", which, " tensors");
+    return nullptr;
   }
-  return list;
+  TORCH_CHECK(lists.size() == 1, "braid ", opName, " (rank ", rank, ", the root) takes one ",
+              which, " list (got ", lists.size(), ")");
+  const auto& list = lists[0];
+  TORCH_CHECK(static_cast<int>(list.size()) == world, "braid ", opName, " (rank ", rank,
+              ", the root): the ", which, " list holds ", list.size(), " tensors, the group has ",
+              world, " ranks");
+  const std::string each = std::string("an ") + which + " tensor";
+  const char* likeWhat = std::string(which) == "output" ? "the input" : "the output";
+  for (const auto& t : list) {
+    checkSameKind(t, like, opName, each.c_str(), likeWhat);
+    TORCH_CHECK(t.numel() == like.numel(), "braid ", opName, " (rank ", rank, ", the root): ", each,
+                " has ", t.numel(), " elements but ", likeWhat, " has ", like.numel());
+  }
+  return &list;
 }
 
 }  // namespace
@@ -302,16 +323,9 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::allreduce_coalesced(
   }
   auto work = makeWork(OpType::ALLREDUCE_COALESCED, kName);
   for (at::ScalarType dtype : order) {
-    auto& list = byType[dtype];
-    std::vector<at::Tensor> flatViews;
-    for (const auto& tensor : list) flatViews.push_back(tensor.reshape({-1}));
-    at::Tensor flat = at::cat(flatViews);
-    work->keepAlive.push_back(flat);
-    int64_t offset = 0;
-    for (const auto& tensor : list) {
-      work->copyOut.emplace_back(tensor, flat.narrow(0, offset, tensor.numel()).view_as(tensor));
-      offset += tensor.numel();
-    }
+    const auto& list = byType[dtype];
+    at::Tensor flat = flatCat(list);
+    copyOutFrom(*work, flat, list);
     const DataType type = toDataType(dtype, kName, true, op);
     work->requests.push_back(submit(kName, [&] {
       return comm_->allReduceAsync(flat.data_ptr(), flat.data_ptr(), count(flat), type, op);
@@ -368,7 +382,7 @@ DataType BraidProcessGroup::checkReduceScatterBase(const at::Tensor& output,
                                                    const at::Tensor& input, RedOp op,
                                                    const char* opName) {
   checkTensor(output, opName, true);
-  checkSameKind(input, output, opName, "the input");
+  checkSameKind(input, output, opName, "the input", "the output");
   TORCH_CHECK(input.numel() == getSize() * output.numel(), "braid ", opName, ": the input has ",
               input.numel(), " elements, expected ", getSize(), " ranks x ", output.numel());
   return toDataType(output.scalar_type(), opName, true, op);
@@ -381,12 +395,7 @@ void BraidProcessGroup::submitAllgather(BraidWork& work, const std::vector<at::T
   at::Tensor in = input.contiguous();
   at::Tensor gathered = at::empty({getSize() * input.numel()}, input.options());
   work.keepAlive.push_back(in);
-  work.keepAlive.push_back(gathered);
-  for (size_t i = 0; i < list.size(); ++i) {
-    work.copyOut.emplace_back(
-        list[i], gathered.narrow(0, static_cast<int64_t>(i) * input.numel(), input.numel())
-                     .view_as(list[i]));
-  }
+  copyOutFrom(work, gathered, list);
   work.requests.push_back(submit(opName, [&] {
     return comm_->allGatherAsync(in.data_ptr(), gathered.data_ptr(), count(in), type);
   }));
@@ -520,17 +529,15 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::reduce_scatter(
   TORCH_CHECK(static_cast<int>(list.size()) == getSize(), "braid ", kName,
               ": the input list holds ", list.size(), " tensors, the group has ", getSize(),
               " ranks");
-  std::vector<at::Tensor> flatViews;
   for (const auto& in : list) {
-    checkSameKind(in, output, kName, "an input tensor");
+    checkSameKind(in, output, kName, "an input tensor", "the output");
     TORCH_CHECK(in.numel() == output.numel(), "braid ", kName, ": an input tensor has ", in.numel(),
                 " elements, the output ", output.numel());
-    flatViews.push_back(in.reshape({-1}));
   }
   const RedOp op = toRedOp(opts.reduceOp, kName);
   const DataType type = toDataType(output.scalar_type(), kName, true, op);
   auto work = makeWork(OpType::REDUCE_SCATTER, kName);
-  at::Tensor in = at::cat(flatViews);
+  at::Tensor in = flatCat(list);
   work->keepAlive.push_back(in);
   at::Tensor out = outputBuffer(*work, output);
   work->requests.push_back(submit(kName, [&] {
@@ -557,27 +564,25 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::GatherOptions& opts) {
   constexpr const char* kName = "gather";
-  const at::Tensor& input = single(inputs, kName);
+  const at::Tensor& input = single(inputs, kName, true);
   const int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK(root >= 0 && root < getSize(), "braid ", kName, ": root ", root,
-              " is not a rank of this group of ", getSize());
+  // The root's list (one tensor per rank), else none.
+  const auto* list = rootList(outputs, input, getRank(), root, getSize(), kName, "output");
   const DataType type = toDataType(input.scalar_type(), kName);
+  if (onCuda(input)) {
+    std::vector<at::Tensor> all = list ? *list : std::vector<at::Tensor>{};
+    all.push_back(input);
+    return cudaFor(all, kName).gather(getRank(), list ? *list : std::vector<at::Tensor>{}, input,
+                                      type, root);
+  }
   auto work = makeWork(OpType::GATHER, kName);
   at::Tensor in = input.contiguous();
   work->keepAlive.push_back(in);
   at::Tensor gathered;  // the root's: every rank's input in rank order
-  if (getRank() != root) {
-    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), "braid ", kName,
-                ": only the root (rank ", root, ") takes output tensors");
-  } else {
-    auto& list = rootList(outputs, input, getSize(), kName, "output");
+  if (list) {
     gathered = at::empty({getSize() * input.numel()}, input.options());
-    work->keepAlive.push_back(gathered);
-    for (int r = 0; r < getSize(); ++r) {
-      work->copyOut.emplace_back(
-          list[r], gathered.narrow(0, int64_t(r) * input.numel(), input.numel()).view_as(list[r]));
-    }
-    work->outputs = list;
+    copyOutFrom(*work, gathered, *list);
+    work->outputs = *list;
   }
   work->requests.push_back(submit(kName, [&] {
     return comm_->gatherAsync(in.data_ptr(), gathered.defined() ? gathered.data_ptr() : nullptr,
@@ -590,22 +595,22 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const ::c10d::ScatterOptions& opts) {
   constexpr const char* kName = "scatter";
-  const at::Tensor& output = single(outputs, kName);
+  const at::Tensor& output = single(outputs, kName, true);
   const int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK(root >= 0 && root < getSize(), "braid ", kName, ": root ", root,
-              " is not a rank of this group of ", getSize());
+  // The root's list (one tensor per rank), else none.
+  const auto* list = rootList(inputs, output, getRank(), root, getSize(), kName, "input");
   const DataType type = toDataType(output.scalar_type(), kName);
+  if (onCuda(output)) {
+    std::vector<at::Tensor> all = list ? *list : std::vector<at::Tensor>{};
+    all.push_back(output);
+    return cudaFor(all, kName).scatter(getRank(), output,
+                                       list ? *list : std::vector<at::Tensor>{}, type, root);
+  }
   auto work = makeWork(OpType::SCATTER, kName);
   work->outputs = {output};
   at::Tensor flat;  // the root's: every rank's piece in rank order
-  if (getRank() != root) {
-    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), "braid ", kName,
-                ": only the root (rank ", root, ") takes input tensors");
-  } else {
-    auto& list = rootList(inputs, output, getSize(), kName, "input");
-    std::vector<at::Tensor> flatViews;
-    for (const auto& in : list) flatViews.push_back(in.reshape({-1}));
-    flat = at::cat(flatViews);
+  if (list) {
+    flat = flatCat(*list);
     work->keepAlive.push_back(flat);
   }
   at::Tensor buf = outputBuffer(*work, output);
@@ -758,16 +763,21 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
     std::vector<int64_t>& inputSplits, const ::c10d::AllToAllOptions&) {
   constexpr const char* kName = "alltoall_base";
-  checkTensor(input, kName);
+  checkTensor(input, kName, true);
   checkSameKind(output, input, kName, "the output");
   const DataType type = toDataType(input.scalar_type(), kName);
+  // braid copies the counts at the call.
+  const Splits send = splitsOf(input, inputSplits, getRank(), getSize(), kName, "input");
+  const Splits recv = splitsOf(output, outputSplits, getRank(), getSize(), kName, "output");
+  checkOwnBlock(send, recv, getRank(), kName);
+  if (onCuda(input)) {
+    return cudaFor({output, input}, kName).allToAllBase(getRank(), output, input, send, recv,
+                                                        type);
+  }
   auto work = makeWork(OpType::ALLTOALL_BASE, kName);
   at::Tensor in = input.contiguous();
   work->keepAlive.push_back(in);
   at::Tensor out = outputBuffer(*work, output);
-  // braid copies the counts at the call.
-  const Splits send = splitsOf(in, inputSplits, getSize(), kName, "input");
-  const Splits recv = splitsOf(out, outputSplits, getSize(), kName, "output");
   work->requests.push_back(submit(kName, [&] {
     return comm_->allToAllvAsync(in.data_ptr(), send.counts.data(), send.displs.data(),
                                  out.data_ptr(), recv.counts.data(), recv.displs.data(), type);
@@ -781,32 +791,27 @@ c10::intrusive_ptr<::c10d::Work> BraidProcessGroup::alltoall(std::vector<at::Ten
                                                              const ::c10d::AllToAllOptions&) {
   constexpr const char* kName = "alltoall";
   const size_t world = static_cast<size_t>(getSize());
-  TORCH_CHECK(inputs.size() == world && outputs.size() == world, "braid ", kName, ": ",
-              inputs.size(), " input and ", outputs.size(), " output tensors for a group of ",
-              world, " ranks (one each per rank)");
-  checkTensor(inputs[0], kName);
+  TORCH_CHECK(inputs.size() == world && outputs.size() == world, "braid ", kName, " (rank ",
+              getRank(), "): ", inputs.size(), " input and ", outputs.size(),
+              " output tensors for a group of ", world, " ranks (one each per rank)");
+  checkTensor(inputs[0], kName, true);
   for (const auto& t : inputs) checkSameKind(t, inputs[0], kName, "an input tensor");
   for (const auto& t : outputs) checkSameKind(t, inputs[0], kName, "an output tensor");
   const DataType type = toDataType(inputs[0].scalar_type(), kName);
-  auto work = makeWork(OpType::ALLTOALL, kName);
   // Flat send and receive buffers, one block per rank in rank order.
-  std::vector<at::Tensor> flatViews;
-  Splits send, recv;
-  for (size_t q = 0; q < world; ++q) {
-    flatViews.push_back(inputs[q].reshape({-1}));
-    send.add(count(inputs[q]));
-    recv.add(count(outputs[q]));
+  const Splits send = splitsOfList(inputs);
+  const Splits recv = splitsOfList(outputs);
+  checkOwnBlock(send, recv, getRank(), kName);
+  if (onCuda(inputs[0])) {
+    std::vector<at::Tensor> all = inputs;
+    all.insert(all.end(), outputs.begin(), outputs.end());
+    return cudaFor(all, kName).allToAll(getRank(), outputs, inputs, send, recv, type);
   }
-  at::Tensor flatIn = at::cat(flatViews);
+  auto work = makeWork(OpType::ALLTOALL, kName);
+  at::Tensor flatIn = flatCat(inputs);
   at::Tensor flatOut = at::empty({static_cast<int64_t>(recv.total())}, inputs[0].options());
   work->keepAlive.push_back(flatIn);
-  work->keepAlive.push_back(flatOut);
-  for (size_t q = 0; q < world; ++q) {
-    work->copyOut.emplace_back(
-        outputs[q], flatOut.narrow(0, static_cast<int64_t>(recv.displs[q]),
-                                   static_cast<int64_t>(recv.counts[q]))
-                        .view_as(outputs[q]));
-  }
+  copyOutFrom(*work, flatOut, outputs);
   work->requests.push_back(submit(kName, [&] {
     return comm_->allToAllvAsync(flatIn.data_ptr(), send.counts.data(), send.displs.data(),
                                  flatOut.data_ptr(), recv.counts.data(), recv.displs.data(),

@@ -52,8 +52,9 @@ class CudaPath;
 /// detects ranks that disagree (shape, dtype, op, root) and fails the op on every rank.
 /// Unsupported ops raise NotImplementedError naming the op. CUDA tensors take braid's device path
 /// (cuda_path.h) in allreduce, allreduce_coalesced, broadcast, reduce, allgather,
-/// _allgather_base, _reduce_scatter_base and the coalesced forms, on the tensors' current
-/// stream; other ops refuse them naming the device. Thread-safe.
+/// _allgather_base, _reduce_scatter_base, the coalesced forms, alltoall_base, alltoall, gather
+/// and scatter, on the tensors' current stream; other ops refuse them naming the device.
+/// Thread-safe.
 class BraidProcessGroup : public GroupBase {
  public:
   /// Collective over `size` ranks: bootstraps a braid Communicator through `store` (the
@@ -100,8 +101,8 @@ class BraidProcessGroup : public GroupBase {
       std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
       const ::c10d::ReduceScatterOptions& opts) BRAID_OVERRIDE_2_15;
 #endif
-  /// gather and scatter run as braid's gather and scatter (CPU tensors), staged through one
-  /// flat buffer on the root.
+  /// gather and scatter run as braid's gather and scatter (CPU tensors; CUDA tensors on the
+  /// device path), staged through one flat buffer on the root.
   c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const ::c10d::GatherOptions& opts) override;
@@ -133,7 +134,7 @@ class BraidProcessGroup : public GroupBase {
 
   /// all_to_all_single: braid's allToAllv (equal splits of dim 0 when the split lists are
   /// empty, else rows of dim 0 per rank); all_to_all: the list form, staged through flat
-  /// buffers. CPU tensors.
+  /// buffers. CPU tensors, and CUDA tensors on the device path (allToAllv there too).
   c10::intrusive_ptr<::c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                  std::vector<int64_t>& outputSplits,
                                                  std::vector<int64_t>& inputSplits,

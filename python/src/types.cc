@@ -60,7 +60,8 @@ RedOp toRedOp(const ::c10d::ReduceOp& op, const char* opName) {
 
 const char* const kCudaOps =
     "allreduce, allreduce_coalesced, broadcast, reduce, allgather, _allgather_base, "
-    "_reduce_scatter_base and the tensor-coalesced forms";
+    "_reduce_scatter_base, the tensor-coalesced forms, alltoall_base, alltoall, gather and "
+    "scatter";
 
 void checkTensor(const at::Tensor& tensor, const char* opName, bool cudaOk) {
   TORCH_CHECK(tensor.defined(), "braid ", opName, ": undefined tensor");

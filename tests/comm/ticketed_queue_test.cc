@@ -16,6 +16,7 @@
 #include "comm/detail/state.h"
 #include "comm/device/ticket_order.h"
 #include "comm/exec/host_pieces.h"
+#include "tests/kit/alltoallv_case.h"
 #include "tests/kit/reference.h"
 #include "tests/kit/threads.h"
 #include "tests/transport/test_support.h"
@@ -135,6 +136,30 @@ OpDesc op(Collective coll, const void* in, void* out, size_t count, RedOp redOp 
   return d;
 }
 
+/// One call of a collective on rank r of n with the kit's inputs (float32 sum data), queued by
+/// submit() and checked against the kit's reference once its ticket finished.
+struct Call {
+  Collective coll;
+  size_t count;
+  int root;
+  std::vector<char> in, out;
+
+  Call(Collective c, size_t n_, int n, int r, int root_) : coll(c), count(n_), root(root_) {
+    in = testing::rankInput(c, DataType::kFloat32, RedOp::kSum, count, n, r);
+    out.assign(testing::outputCount(c, count, n) * sizeof(float), 0);
+  }
+  OpDesc desc() { return op(coll, in.data(), out.data(), count, RedOp::kSum, root); }
+  void expectReference(int n, int r) const {
+    const auto want =
+        testing::expectedOutput(coll, DataType::kFloat32, RedOp::kSum, count, n, r, root);
+    if (want.empty()) return;  // a non-root's reduce or gather output is not defined
+    EXPECT_EQ(testing::firstMismatch(out.data(), want.data(), want.size() / sizeof(float),
+                                     sizeof(float)),
+              -1)
+        << "rank " << r << ": " << collectiveName(coll) << " of " << count << ", root " << root;
+  }
+};
+
 TEST(TicketedQueue, QueuedCollectivesRunInTicketOrderAndMatchTheReference) {
   const std::vector<size_t> counts = {1, 7, 0, 1031, 40000, 3};
   const std::vector<Collective> colls = {Collective::kAllReduce, Collective::kReduceScatter,
@@ -144,25 +169,14 @@ TEST(TicketedQueue, QueuedCollectivesRunInTicketOrderAndMatchTheReference) {
     SCOPED_TRACE(fmt::format("{} ranks", n));
     runTicketedRanks(n, Options{}, [&](Rank& rank) {
       const int r = rank.core->rank;
-      struct Call {
-        Collective coll;
-        size_t count;
-        std::vector<char> in, out;
-      };
       std::vector<Call> calls;
       for (size_t count : counts) {
-        for (Collective c : colls) {
-          Call& call = calls.emplace_back();
-          call.coll = c;
-          call.count = count;
-          call.in = testing::rankInput(c, DataType::kFloat32, RedOp::kSum, count, n, r);
-          call.out.assign(testing::outputCount(c, count, n) * sizeof(float), 0);
-        }
+        for (Collective c : colls) calls.emplace_back(c, count, n, r, n - 1);
       }
       // Everything is submitted before anything is waited for, as a stream-ordered caller does.
       size_t queued = 0;
       for (Call& c : calls) {
-        rank.submit(op(c.coll, c.in.data(), c.out.data(), c.count, RedOp::kSum, n - 1));
+        rank.submit(c.desc());
         if (c.count > 0) ++queued;
       }
       ASSERT_TRUE(rank.medium->waitAll());
@@ -170,15 +184,40 @@ TEST(TicketedQueue, QueuedCollectivesRunInTicketOrderAndMatchTheReference) {
       ASSERT_EQ(ran.size(), queued) << "count 0 queues nothing";
       for (size_t i = 0; i < ran.size(); ++i) EXPECT_EQ(ran[i], i + 1) << "in ticket order";
       for (auto& [ticket, times] : rank.medium->finishes()) EXPECT_EQ(times, 1) << ticket;
-      for (const Call& c : calls) {
-        const auto want =
-            testing::expectedOutput(c.coll, DataType::kFloat32, RedOp::kSum, c.count, n, r, n - 1);
-        if (want.empty()) continue;  // a non-root's reduce output is not defined
-        EXPECT_EQ(testing::firstMismatch(c.out.data(), want.data(), want.size() / sizeof(float),
-                                         sizeof(float)),
-                  -1)
-            << "rank " << r << ": " << collectiveName(c.coll) << " of " << c.count;
+      for (const Call& c : calls) c.expectReference(n, r);
+    });
+  }
+}
+
+// All-to-all, gather and scatter queued as the device path queues them, then an allToAllv in
+// which rank 0 sends nothing (its call's count, the sum of its send counts, is 0) but receives
+// from every other rank: it must still run there, as on the host path. (It was dropped as "moves
+// nothing": rank 0's output stayed unwritten and its peers timed out in the completion exchange.)
+TEST(TicketedQueue, ExchangesRunAndAnAllToAllvThatSendsNothingStillRuns) {
+  Options options;
+  options.timeoutSeconds = 10;
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(fmt::format("{} ranks", n));
+    runTicketedRanks(n, options, [&](Rank& rank) {
+      const int r = rank.core->rank;
+      std::vector<Call> calls;
+      for (Collective c : testing::kExchangeCollectives) {
+        for (int root : {0, n - 1}) calls.emplace_back(c, 1031, n, r, root);
       }
+      for (Call& c : calls) rank.submit(c.desc());
+      // Rank q sends 100 + 10 p + q elements to rank p, rank 0 nothing.
+      testing::AllToAllvCase v(r, n, [](int from, int to) {
+        return from == 0 ? size_t(0) : size_t(100 + 10 * to + from);
+      });
+      rank.submit(comm::allToAllvOp(v.in.data(), v.sendCounts.data(), v.sendDispls.data(),
+                                    v.out.data(), v.recvCounts.data(), v.recvDispls.data(),
+                                    DataType::kFloat32, r, n));
+      ASSERT_TRUE(rank.medium->waitAll());
+      EXPECT_EQ(rank.medium->ran().size(), calls.size() + 1) << "rank " << r;
+      for (const Call& c : calls) c.expectReference(n, r);
+      EXPECT_EQ(v.check("rank 0 sends nothing"), "");
+      std::lock_guard<std::mutex> lock(rank.core->errorMutex);
+      EXPECT_FALSE(rank.core->broken.has_value()) << rank.core->broken->what();
     });
   }
 }

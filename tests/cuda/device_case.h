@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "braid/braid.hpp"
+#include "tests/kit/alltoallv_case.h"
 #include "tests/kit/host_case.h"
 
 namespace braid::cudatest {
@@ -103,7 +104,8 @@ inline void callDeviceCollective(DeviceCommunicator& dc, const testing::Collecti
 }
 
 /// All-to-all, gather and scatter on `dc`: every type, counts 0, 1, a prime and past a slot, in
-/// place and out of place, roots 0 and n-1; then an uneven allToAllv (zero pairs included).
+/// place and out of place, roots 0 and n-1; then an uneven allToAllv (zero pairs included) and one
+/// in which rank 0 sends nothing.
 /// Returns "" or what was wrong (the first few).
 inline std::string checkDeviceExchanges(DeviceCommunicator& dc) {
   const int n = dc.size(), r = dc.rank();
@@ -133,34 +135,26 @@ inline std::string checkDeviceExchanges(DeviceCommunicator& dc) {
       }
     }
   }
-  // allToAllv: rank r sends (r + 2q) % 3 * 1000 + q elements to q (0 for some pairs), packed.
-  auto countOf = [](int from, int to) { return size_t((from + 2 * to) % 3) * 1000 + size_t(to); };
-  std::vector<size_t> sc(n), sd(n), rc(n), rd(n);
-  size_t inCount = 0, outCount = 0;
-  for (int q = 0; q < n; ++q) {
-    sc[q] = (r + 2 * q) % 3 == 0 ? 0 : countOf(r, q);
-    sd[q] = inCount;
-    inCount += sc[q];
-    rc[q] = (q + 2 * r) % 3 == 0 ? 0 : countOf(q, r);
-    rd[q] = outCount;
-    outCount += rc[q];
-  }
-  std::vector<float> in(inCount + 1), out(outCount + 1, -1.0f);
-  for (int q = 0; q < n; ++q)
-    for (size_t i = 0; i < sc[q]; ++i) in[sd[q] + i] = float(r * 100000 + q * 10000 + int(i));
-  cudaMemcpyAsync(scratch.in(), in.data(), in.size() * 4, cudaMemcpyHostToDevice, stream);
-  dc.allToAllv(scratch.in(), sc.data(), sd.data(), scratch.out(), rc.data(), rd.data(),
-               DataType::kFloat32, CudaStream{stream});
-  cudaMemcpyAsync(out.data(), scratch.out(), out.size() * 4, cudaMemcpyDeviceToHost, stream);
-  cudaStreamSynchronize(stream);
-  dc.checkAsyncError();
-  for (int q = 0; q < n; ++q)
-    for (size_t i = 0; i < rc[q]; ++i)
-      if (out[rd[q] + i] != float(q * 100000 + r * 10000 + int(i))) {
-        note(fmt::format("rank {}: allToAllv: element {} of the block from rank {} is {}", r, i, q,
-                         out[rd[q] + i]));
-        break;
-      }
+  // allToAllv of `countOf(from, to)` float32 elements per pair (tests/kit/alltoallv_case.h).
+  auto allToAllv = [&](const char* what, const std::function<size_t(int, int)>& countOf) {
+    testing::AllToAllvCase v(r, n, countOf);
+    cudaMemcpyAsync(scratch.in(), v.in.data(), v.in.size() * 4, cudaMemcpyHostToDevice, stream);
+    dc.allToAllv(scratch.in(), v.sendCounts.data(), v.sendDispls.data(), scratch.out(),
+                 v.recvCounts.data(), v.recvDispls.data(), DataType::kFloat32,
+                 CudaStream{stream});
+    cudaMemcpyAsync(v.out.data(), scratch.out(), v.out.size() * 4, cudaMemcpyDeviceToHost,
+                    stream);
+    cudaStreamSynchronize(stream);
+    dc.checkAsyncError();
+    note(v.check(what));
+  };
+  // (from + 2 to) % 3 * 1000 + to elements, 0 for some pairs.
+  allToAllv("uneven", [](int from, int to) {
+    return (from + 2 * to) % 3 == 0 ? 0 : size_t((from + 2 * to) % 3) * 1000 + size_t(to);
+  });
+  // Rank 0 sends nothing at all (its call's count is 0) and receives from every other rank.
+  allToAllv("rank 0 sends nothing",
+            [](int from, int to) { return from == 0 ? 0 : size_t(100 + 10 * to + from); });
   cudaStreamDestroy(stream);
   return errors;
 }

@@ -1,9 +1,10 @@
 """braid_torch's ops beyond test_collectives.py: gather and scatter from every root,
 all_to_all_single (equal and uneven splits) and all_to_all, all_gather_coalesced,
-monitored_barrier, tags, refused all-to-all splits, the
-device check; under PyTorch 2.x also the registration (extended API, "cpu" and "cuda"), the
-coalescing manager's fast paths (allgather_into_tensor_coalesced,
-reduce_scatter_tensor_coalesced), _abort_process_group and destroy_process_group's shutdown.
+monitored_barrier, tags, refused all-to-all splits (not adding up, too many, a rank's own
+blocks of different sizes), the device check; under PyTorch 2.x also the registration
+(extended API, "cpu" and "cuda"), the coalescing manager's fast paths
+(allgather_into_tensor_coalesced, reduce_scatter_tensor_coalesced), _abort_process_group and
+destroy_process_group's shutdown.
 
     /usr/bin/python3 tests/python/test_ops.py --world 3          (PYTHONPATH=build/python)
     $(tools/torch2-env) tests/python/test_ops.py --world 3       (PYTHONPATH=build/python-torch2)
@@ -164,7 +165,21 @@ def worker():
                 "negative"),
         refused(lambda: dist.all_to_all_single(torch.empty(world * 2), torch.ones(world * 2),
                                                [1] * world, [2] * world),
-                "alltoall_base", "split sizes add up to"),
+                "alltoall_base", f"(rank {rank})", f"output split sizes add up to {world} rows",
+                f"the tensor has {world * 2}"),
+        refused(lambda: dist.all_to_all_single(torch.empty(world * 2), torch.ones(world * 2),
+                                               [2] * world, [2] * (world + 1)),
+                "alltoall_base", f"(rank {rank})", f"{world + 1} input split sizes for a group "
+                f"of {world} ranks"),
+        refused(lambda: dist.all_to_all_single(torch.empty(world * 2 + 1), torch.ones(world * 2),
+                                               [2 + (q == rank) for q in range(world)],
+                                               [2] * world),
+                "alltoall_base", f"(rank {rank})", "sends itself 2 elements", "receives 3"),
+        # Rank 0 alone (it fails at the call, before any message).
+        refused(lambda: dist.all_to_all([torch.empty(2) for _ in range(world)],
+                                        [torch.ones(3)] + [torch.ones(2)] * (world - 1)),
+                "alltoall", "(rank 0)", "sends itself 3 elements", "receives 2")
+        if rank == 0 else None,
     ]
     if major >= 2:
         # Registered for "cpu" and "cuda" (one braid backend serves both), created through the

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "transport/ofi/channels.h"
+#include "transport/ofi/libfabric.h"
 #include "transport/ofi/ofi.h"
 #include "transport/peer_key.h"
 
@@ -45,7 +46,7 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
                   "rank {}: ofi: inserting peer rank {}'s address ({} bytes) failed: {} "
                   "(provider {})",
                   rank, peer->rank, published->address.size(),
-                  inserted < 0 ? fi_strerror(-inserted) : "not inserted", provider_.name);
+                  inserted < 0 ? fiError(-inserted) : "not inserted", provider_.name);
     sendControl(*peer, kHello, 0, 0, net::helloPayload(config_, peer->rank, hostId_, pidNamespace_));
     if (useRma_) sendRegions(*peer);
   }

@@ -8,6 +8,7 @@
 // registration and the user-side calls; connect.cc: addresses and the hello; progress.cc: the
 // queue, the progress thread's hooks and the teardown.
 #include "transport/ofi/ofi.h"
+#include "transport/ofi/libfabric.h"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
@@ -37,7 +38,7 @@ constexpr int kControlRecvsPerPeer = 4;  // control receives posted: this many p
 
 [[noreturn]] void failCall(int rank, const char* call, int rc, const std::string& provider) {
   fail(ErrorCode::kSystemError, "rank {}: ofi: {} failed: {} (provider {})", rank, call,
-       fi_strerror(-rc), provider);
+       fiError(-rc), provider);
 }
 
 }  // namespace
@@ -173,7 +174,7 @@ void OfiTransport::openFabric() {
   BRAID_ENFORCE(mr == "auto" || mr == "local", ErrorCode::kInvalidUsage,
                 "rank {}: BRAID_OFI_MR='{}': choose auto or local", rank, mr);
   mrLocal_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0 || mr == "local";
-  if (int rc = fi_fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) {
+  if (int rc = libfabric()->fabric(info_->fabric_attr, &fabric_, nullptr); rc != 0) {
     failCall(rank, "fi_fabric", rc, provider_.name);
   }
   if (int rc = fi_domain(fabric_, info_.get(), &domain_, nullptr); rc != 0) {
@@ -229,7 +230,7 @@ void* OfiTransport::registerMemory(void* buffer, size_t bytes, const char* what,
   }
   if (rc != 0) {
     fail(ErrorCode::kSystemError, "rank {}: ofi: registering {} bytes of {} failed: {} (provider {})",
-         config_.rank, bytes, what, fi_strerror(-rc), provider_.name);
+         config_.rank, bytes, what, fiError(-rc), provider_.name);
   }
   return fi_mr_desc(mr);
 }

@@ -17,6 +17,7 @@
 
 #include "common/log.h"
 #include "transport/ofi/channels.h"
+#include "transport/ofi/libfabric.h"
 #include "transport/ofi/ofi.h"
 
 namespace braid::transport::ofi {
@@ -55,7 +56,7 @@ bool OfiTransport::drainQueue(int rounds) {
       did = true;
     } else {
       if (n != -FI_EAGAIN) {
-        BRAID_WARN("rank {}: ofi: fi_cq_read failed: {}", config_.rank, fi_strerror(static_cast<int>(-n)));
+        BRAID_WARN("rank {}: ofi: fi_cq_read failed: {}", config_.rank, fiError(static_cast<int>(-n)));
       }
       break;
     }
@@ -119,7 +120,7 @@ void OfiTransport::onError(const fi_cq_err_entry& error) {
   const bool canceled = error.err == FI_ECANCELED;
   char detail[256] = {};
   const char* text = fi_cq_strerror(cq_, error.prov_errno, error.err_data, detail, sizeof detail);
-  const std::string why = fmt::format("{} ({})", fi_strerror(error.err), text ? text : "");
+  const std::string why = fmt::format("{} ({})", fiError(error.err), text ? text : "");
   if (error.op_context == nullptr) {  // a peer's remote write into our memory failed here
     BRAID_WARN("rank {}: ofi: a completion error without an operation of ours: {}", config_.rank,
                why);
@@ -244,7 +245,7 @@ void OfiTransport::postRecv(OfiRecvChannel& channel, uint32_t index) {
   } else if (rc != -FI_EAGAIN) {
     markDead(*channel.peerState_,
              fmt::format("posting a receive of {} bytes on channel {} failed: {}", bytes,
-                         channel.channel_, fi_strerror(static_cast<int>(-rc))),
+                         channel.channel_, fiError(static_cast<int>(-rc))),
              false);
   }
 }
@@ -255,7 +256,7 @@ bool OfiTransport::postControlRecv(uint32_t index) {
                         &control_->recvContexts[index]);
   if (rc != 0 && rc != -FI_EAGAIN) {
     BRAID_WARN("rank {}: ofi: posting a control receive failed: {}", config_.rank,
-               fi_strerror(static_cast<int>(-rc)));
+               fiError(static_cast<int>(-rc)));
   }
   return rc == 0;
 }
@@ -292,7 +293,7 @@ bool OfiTransport::issueSend(OfiSendChannel& channel, uint64_t n) {
   markDead(peer,
            fmt::format("{} {} bytes on channel {} failed: {}",
                        useRma_ ? "writing (fi_writedata)" : "sending (fi_tsend)", header->bytes,
-                       channel.channel_, fi_strerror(static_cast<int>(-rc))),
+                       channel.channel_, fiError(static_cast<int>(-rc))),
            false);
   return true;
 }
@@ -335,7 +336,7 @@ bool OfiTransport::flushControl() {
     } else {
       markDead(peer,
                fmt::format("sending a control message of {} bytes failed: {}", size,
-                           fi_strerror(static_cast<int>(-rc))),
+                           fiError(static_cast<int>(-rc))),
                false);
     }
   }

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/env.h"
+#include "transport/ofi/libfabric.h"
 
 namespace braid::transport::ofi {
 
@@ -64,10 +65,14 @@ bool hardwareProvider(const std::string& name) {
   return false;
 }
 
+void InfoDeleter::operator()(fi_info* info) const { libfabric()->freeinfo(info); }
+
 InfoPtr getInfo(const std::string& name, bool rma, std::string* why) {
-  InfoPtr hints(fi_allocinfo());
+  const Libfabric* lib = libfabric(why);
+  if (lib == nullptr) return nullptr;
+  InfoPtr hints(lib->dupinfo(nullptr));  // fi_allocinfo()
   if (!hints) {
-    *why = "fi_allocinfo failed";
+    *why = "fi_allocinfo (fi_dupinfo(NULL)) failed";
     return nullptr;
   }
   hints->ep_attr->type = FI_EP_RDM;
@@ -78,10 +83,10 @@ InfoPtr getInfo(const std::string& name, bool rma, std::string* why) {
   hints->domain_attr->threading = FI_THREAD_DOMAIN;  // one mutex serialises every call
   if (!name.empty()) hints->fabric_attr->prov_name = strdup(name.c_str());  // freed with hints
   fi_info* info = nullptr;
-  int rc = fi_getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints.get(), &info);
+  int rc = lib->getinfo(FI_VERSION(1, 9), nullptr, nullptr, 0, hints.get(), &info);
   if (rc != 0) {
     *why = fmt::format("fi_getinfo(provider '{}', RDM, tagged{}): {}",
-                       name.empty() ? "any" : name, rma ? ", RMA" : "", fi_strerror(-rc));
+                       name.empty() ? "any" : name, rma ? ", RMA" : "", fiError(-rc));
     return nullptr;
   }
   return InfoPtr(info);

@@ -27,15 +27,17 @@ ProviderChoice chooseProvider();
 /// Whether `name`'s core provider (before the first ';') drives hardware.
 bool hardwareProvider(const std::string& name);
 
+/// Frees with the loaded library's fi_freeinfo (an fi_info exists only once it is loaded).
 struct InfoDeleter {
-  void operator()(fi_info* info) const { fi_freeinfo(info); }
+  void operator()(fi_info* info) const;
 };
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 
 /// fi_getinfo for RDM endpoints with tagged messages (and with `rma`, remote writes: FI_RMA,
 /// FI_WRITE, FI_REMOTE_WRITE) from provider `name` (every provider when empty), accepting every
 /// memory-registration mode braid handles (FI_MR_LOCAL, VIRT_ADDR, ALLOCATED, PROV_KEY,
-/// ENDPOINT). Null with *why set ("fi_getinfo(...): <error>") on failure.
+/// ENDPOINT). Null with *why set ("fi_getinfo(...): <error>", or why libfabric cannot be loaded)
+/// on failure.
 InfoPtr getInfo(const std::string& name, bool rma, std::string* why);
 
 /// For the shm provider, replaces `info`'s source address ("fi_shm://<pid>") with one no other

@@ -10,6 +10,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "transport/peer_key.h"
+#include "transport/ucx/libucx.h"
 #include "transport/ucx/channels.h"
 #include "transport/ucx/ucx.h"
 
@@ -56,12 +57,12 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
     params.err_mode = peer->peerErrors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     params.err_handler.cb = endpointErrorCallback;
     params.err_handler.arg = peer.get();
-    ucs_status_t status = ucp_ep_create(worker_, &params, &peer->ep);
+    ucs_status_t status = ucx().ucp_ep_create(worker_, &params, &peer->ep);
     if (status != UCS_OK) {
       peer->ep = nullptr;
       fail(ErrorCode::kSystemError,
            "rank {}: ucx: creating the endpoint to peer rank {} failed: {} (UCX_TLS={})", rank,
-           peer->rank, ucs_status_string(status), tls_.empty() ? "unset" : tls_);
+           peer->rank, ucx().ucs_status_string(status), tls_.empty() ? "unset" : tls_);
     }
     sendControl(*peer, kHello, 0, 0, net::helloPayload(config_, peer->rank, hostId_, pidNamespace_));
   }
@@ -83,7 +84,7 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
            "rank {}: ucx connect timed out waiting for the hello of peer rank(s) {} (UCX_TLS={})",
            rank, missing, tls_.empty() ? "unset" : tls_);
     }
-    if (ucp_worker_progress(worker_) == 0)
+    if (ucx().ucp_worker_progress(worker_) == 0)
       sleepOnWorker(std::min(deadline.millisLeft(), 10), nullptr);
   }
   for (auto& peer : peers_) {

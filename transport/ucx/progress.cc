@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "transport/network/drain_budget.h"
+#include "transport/ucx/libucx.h"
 #include "transport/ucx/channels.h"
 #include "transport/ucx/ucx.h"
 
@@ -25,21 +26,21 @@ constexpr double kCancelSeconds = 0.5;  // teardown: cancelling the pre-posted r
 void sendCallback(void* request, ucs_status_t status, void* user) {
   auto* slot = static_cast<SendSlot*>(user);
   slot->channel->owner_->onSendDone(*slot, status);
-  ucp_request_free(request);
+  ucx().ucp_request_free(request);
 }
 
 void recvCallback(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
   auto* slot = static_cast<RecvSlot*>(user);
   slot->request = nullptr;
   size_t length = status == UCS_OK && info != nullptr ? info->length : 0;
-  ucp_request_free(request);
+  ucx().ucp_request_free(request);
   slot->channel->owner_->onRecvDone(*slot, status, length);
 }
 
 void controlSendCallback(void* request, ucs_status_t status, void* user) {
   auto* message = static_cast<ControlMessage*>(user);
   message->owner->onControlDone(message, status);
-  ucp_request_free(request);
+  ucx().ucp_request_free(request);
 }
 
 }  // namespace
@@ -55,7 +56,7 @@ void UcxTransport::postRecv(UcxRecvChannel& channel, uint32_t index) {
   param.user_data = &slot;
   param.recv_info.tag_info = &info;
   const int peer = channel.peerState_->rank;
-  ucs_status_ptr_t request = ucp_tag_recv_nbx(
+  ucs_status_ptr_t request = ucx().ucp_tag_recv_nbx(
       worker_, channel.slot(index), kSlotHeaderBytes + channel.slotBytes_,
       dataTag(peer, channel.channel_, static_cast<int>(index)), kFullTagMask, &param);
   if (request == nullptr) {
@@ -63,7 +64,7 @@ void UcxTransport::postRecv(UcxRecvChannel& channel, uint32_t index) {
   } else if (UCS_PTR_IS_ERR(request)) {
     markDead(*channel.peerState_,
              fmt::format("posting a receive on channel {} failed: {}", channel.channel_,
-                         ucs_status_string(UCS_PTR_STATUS(request))),
+                         ucx().ucs_status_string(UCS_PTR_STATUS(request))),
              false);
   } else {
     slot.request = request;
@@ -78,7 +79,7 @@ void UcxTransport::issueSend(UcxSendChannel& channel, uint64_t n) {
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = sendCallback;
   param.user_data = &slot;
-  ucs_status_ptr_t request = ucp_tag_send_nbx(
+  ucs_status_ptr_t request = ucx().ucp_tag_send_nbx(
       channel.peerState_->ep, header, kSlotHeaderBytes + header->bytes,
       dataTag(config_.rank, channel.channel_, static_cast<int>(n % channel.k_)), &param);
   if (request == nullptr) {
@@ -87,7 +88,7 @@ void UcxTransport::issueSend(UcxSendChannel& channel, uint64_t n) {
     slot.busy.store(0, std::memory_order_release);
     markDead(*channel.peerState_,
              fmt::format("sending {} bytes on channel {} failed: {}", header->bytes,
-                         channel.channel_, ucs_status_string(UCS_PTR_STATUS(request))),
+                         channel.channel_, ucx().ucs_status_string(UCS_PTR_STATUS(request))),
              false);
   }
 }
@@ -110,7 +111,7 @@ void UcxTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel,
   param.cb.send = controlSendCallback;
   param.user_data = message;
   ucs_status_ptr_t request =
-      ucp_am_send_nbx(peer.ep, kAmControl, &message->header, sizeof message->header,
+      ucx().ucp_am_send_nbx(peer.ep, kAmControl, &message->header, sizeof message->header,
                       message->payload.data(), message->payload.size(), &param);
   if (request == nullptr) {
     delete message;
@@ -118,7 +119,7 @@ void UcxTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel,
     delete message;
     markDead(peer,
              fmt::format("sending a control message failed: {}",
-                         ucs_status_string(UCS_PTR_STATUS(request))),
+                         ucx().ucs_status_string(UCS_PTR_STATUS(request))),
              false);
   } else {
     control_.insert(message);
@@ -130,7 +131,7 @@ void UcxTransport::onSendDone(SendSlot& slot, ucs_status_t status) {
   if (status != UCS_OK && status != UCS_ERR_CANCELED) {
     markDead(*slot.channel->peerState_,
              fmt::format("a send on channel {} failed: {}", slot.channel->channel_,
-                         ucs_status_string(status)),
+                         ucx().ucs_status_string(status)),
              false);
   }
   ringDoorbellIfSleeping();
@@ -143,7 +144,7 @@ void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length
   if (status != UCS_OK) {
     markDead(peer,
              fmt::format("a receive on channel {} failed: {}", channel.channel_,
-                         ucs_status_string(status)),
+                         ucx().ucs_status_string(status)),
              status == UCS_ERR_MESSAGE_TRUNCATED);
     return;
   }
@@ -157,14 +158,14 @@ void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length
 void UcxTransport::onControlDone(ControlMessage* message, ucs_status_t status) {
   control_.erase(message);
   if (status != UCS_OK && status != UCS_ERR_CANCELED) {
-    markDead(*message->peer, fmt::format("a control message failed: {}", ucs_status_string(status)),
+    markDead(*message->peer, fmt::format("a control message failed: {}", ucx().ucs_status_string(status)),
              false);
   }
   delete message;
 }
 
 void UcxTransport::onEndpointError(PeerState& peer, ucs_status_t status) {
-  markDead(peer, fmt::format("UCX reported the endpoint failed: {}", ucs_status_string(status)),
+  markDead(peer, fmt::format("UCX reported the endpoint failed: {}", ucx().ucs_status_string(status)),
            false);
 }
 
@@ -173,7 +174,7 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
   const int rank = config_.rank;
   if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
     // Our control messages are always eager; a rendezvous one is not ours.
-    ucp_am_data_release(worker_, const_cast<void*>(data));
+    ucx().ucp_am_data_release(worker_, const_cast<void*>(data));
     BRAID_WARN("rank {}: ucx: ignoring a {}-byte rendezvous active message", rank, bytes);
     return;
   }
@@ -284,7 +285,7 @@ void UcxTransport::sleepOnWorker(int timeoutMillis, std::mutex* workerLock) {
       // A user thread drove the worker since our last progress: progress again, do not arm.
       if (userTouched_.exchange(false, std::memory_order_relaxed)) return;
     }
-    status = ucp_worker_arm(worker_);
+    status = ucx().ucp_worker_arm(worker_);
   }
   // UCS_ERR_BUSY: events are pending, progress again instead of sleeping.
   if (status == UCS_ERR_BUSY) return;
@@ -301,7 +302,7 @@ void UcxTransport::waitForEvents(int timeoutMillis) {
 bool UcxTransport::progress() {
   bool did = false;
   std::lock_guard<std::mutex> lock(workerMutex_);
-  for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) did = true;
+  for (int i = 0; i < 64 && ucx().ucp_worker_progress(worker_) != 0; ++i) did = true;
   did |= doLocalWork();
   return did;
 }
@@ -335,20 +336,20 @@ void UcxTransport::cleanup() {
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       param.flags = peer->alive.load() ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
-      ucs_status_ptr_t request = ucp_ep_close_nbx(peer->ep, &param);
+      ucs_status_ptr_t request = ucx().ucp_ep_close_nbx(peer->ep, &param);
       if (UCS_PTR_IS_PTR(request)) closing.push_back(request);
       peer->ep = nullptr;
     }
     DrainBudget budget(kCloseSeconds, drainLimit());
     size_t inFlightBefore = SIZE_MAX;
     while (!closing.empty()) {
-      ucp_worker_progress(worker_);
+      ucx().ucp_worker_progress(worker_);
       closing.erase(std::remove_if(closing.begin(), closing.end(),
                                    [](void* request) {
-                                     if (ucp_request_check_status(request) == UCS_INPROGRESS) {
+                                     if (ucx().ucp_request_check_status(request) == UCS_INPROGRESS) {
                                        return false;
                                      }
-                                     ucp_request_free(request);
+                                     ucx().ucp_request_free(request);
                                      return true;
                                    }),
                     closing.end());
@@ -357,7 +358,7 @@ void UcxTransport::cleanup() {
       inFlightBefore = inFlight;
       if (budget.expired()) break;
     }
-    for (void* request : closing) ucp_request_free(request);  // released once it completes
+    for (void* request : closing) ucx().ucp_request_free(request);  // released once it completes
     // Then the receives still posted.
     auto pending = [&] {
       bool any = false;
@@ -368,24 +369,24 @@ void UcxTransport::cleanup() {
     };
     for (auto& rc : recvs_) {
       for (uint64_t s = 0; rc && s < rc->k_; ++s) {
-        if (rc->slots_[s].request != nullptr) ucp_request_cancel(worker_, rc->slots_[s].request);
+        if (rc->slots_[s].request != nullptr) ucx().ucp_request_cancel(worker_, rc->slots_[s].request);
       }
     }
     Deadline cancelDeadline = Deadline::after(kCancelSeconds);
-    while (pending() && !cancelDeadline.expired()) ucp_worker_progress(worker_);
+    while (pending() && !cancelDeadline.expired()) ucx().ucp_worker_progress(worker_);
     for (auto& rc : recvs_) {
       for (uint64_t s = 0; rc && s < rc->k_; ++s) {
-        if (rc->slots_[s].request != nullptr) ucp_request_free(rc->slots_[s].request);
+        if (rc->slots_[s].request != nullptr) ucx().ucp_request_free(rc->slots_[s].request);
         rc->slots_[s].request = nullptr;
       }
     }
-    ucp_worker_destroy(worker_);
+    ucx().ucp_worker_destroy(worker_);
     worker_ = nullptr;
   }
   for (ControlMessage* message : control_) delete message;
   control_.clear();
   if (context_ != nullptr) {
-    ucp_cleanup(context_);
+    ucx().ucp_cleanup(context_);
     context_ = nullptr;
   }
   wake_.close();

@@ -10,6 +10,7 @@
 // NetworkEndpoint's). This file: setup and the user-side calls; connect.cc: endpoints and the
 // hello; progress.cc: the progress thread's hooks, callbacks and teardown.
 #include "transport/ucx/ucx.h"
+#include "transport/ucx/libucx.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -49,41 +50,44 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
       "rank {}: ucx transport: {} ranks, {} channels, {} slots exceed its tag space", rank,
       config.size, config.channels, config.slots);
   if (const char* tls = std::getenv("UCX_TLS")) tls_ = tls;
+  std::string notLoaded;
+  BRAID_ENFORCE(libucx(&notLoaded) != nullptr, ErrorCode::kSystemError, "rank {}: ucx: {}", rank,
+                notLoaded);
   try {
     ucp_config_t* ucxConfig = nullptr;
-    ucs_status_t status = ucp_config_read(nullptr, nullptr, &ucxConfig);
+    ucs_status_t status = ucx().ucp_config_read(nullptr, nullptr, &ucxConfig);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: reading the UCX configuration failed: {}", rank,
-           ucs_status_string(status));
+           ucx().ucs_status_string(status));
     }
     // Every message is one slot copied into a receive posted in advance, so the rendezvous
     // protocol's extra round trip buys nothing: eager for every size unless the user says
     // otherwise (over tcp, 2 hosts x 2 ranks at 1 Gbit/s: 99% of the link instead of 83%).
     if (std::getenv("UCX_RNDV_THRESH") == nullptr) {
-      ucp_config_modify(ucxConfig, "RNDV_THRESH", "inf");
+      ucx().ucp_config_modify(ucxConfig, "RNDV_THRESH", "inf");
     }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
     params.estimated_num_eps = static_cast<size_t>(config.size);
-    status = ucp_init(&params, ucxConfig, &context_);
-    ucp_config_release(ucxConfig);
+    status = ucx().ucp_init_version(UCP_API_MAJOR, UCP_API_MINOR, &params, ucxConfig, &context_);
+    ucx().ucp_config_release(ucxConfig);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_init failed: {} (UCX_TLS={})", rank,
-           ucs_status_string(status), tls_.empty() ? "unset" : tls_);
+           ucx().ucs_status_string(status), tls_.empty() ? "unset" : tls_);
     }
     ucp_worker_params_t workerParams{};
     workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // workerMutex_ serialises
-    status = ucp_worker_create(context_, &workerParams, &worker_);
+    status = ucx().ucp_worker_create(context_, &workerParams, &worker_);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_worker_create failed: {} (UCX_TLS={})", rank,
-           ucs_status_string(status), tls_.empty() ? "unset" : tls_);
+           ucx().ucs_status_string(status), tls_.empty() ? "unset" : tls_);
     }
-    status = ucp_worker_get_efd(worker_, &workerFd_);
+    status = ucx().ucp_worker_get_efd(worker_, &workerFd_);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_worker_get_efd failed: {}", rank,
-           ucs_status_string(status));
+           ucx().ucs_status_string(status));
     }
     ucp_am_handler_param_t handler{};
     handler.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
@@ -91,10 +95,10 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
     handler.id = kAmControl;
     handler.cb = controlCallback;
     handler.arg = this;
-    status = ucp_worker_set_am_recv_handler(worker_, &handler);
+    status = ucx().ucp_worker_set_am_recv_handler(worker_, &handler);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: setting the active message handler failed: {}",
-           rank, ucs_status_string(status));
+           rank, ucx().ucs_status_string(status));
     }
 
     for (int p = 0; p < config.size; ++p) {
@@ -120,15 +124,15 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
 
     ucp_address_t* address = nullptr;
     size_t addressBytes = 0;
-    status = ucp_worker_get_address(worker_, &address, &addressBytes);
+    status = ucx().ucp_worker_get_address(worker_, &address, &addressBytes);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_worker_get_address failed: {}", rank,
-           ucs_status_string(status));
+           ucx().ucs_status_string(status));
     }
     // "<host id>:<pid namespace>:<address>": peers on this host pick the error mode by it.
     std::string value =
         fmt::format("{:x}:{:x}:{}", hostId_, pidNamespace_, toHex(address, addressBytes));
-    ucp_worker_release_address(worker_, address);
+    ucx().ucp_worker_release_address(worker_, address);
     kv.set(fmt::format("{}/ucx/{}", config.jobId, rank), value);
   } catch (...) {
     cleanup();  // the destructor does not run for a throwing constructor
@@ -175,7 +179,7 @@ void UcxTransport::drainWorker() {
   userWaiting_.fetch_sub(1, std::memory_order_relaxed);
   const Deadline until = Deadline::after(kDrainSeconds);
   for (int quiet = 0; quiet < kQuietCalls && !until.expired();) {
-    quiet = ucp_worker_progress(worker_) != 0 ? 0 : quiet + 1;
+    quiet = ucx().ucp_worker_progress(worker_) != 0 ? 0 : quiet + 1;
   }
   userTouched_.store(true, std::memory_order_relaxed);
 }
@@ -206,7 +210,7 @@ void UcxTransport::pollSoon() {
   std::unique_lock<std::mutex> lock(workerMutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   auto start = Clock::now();
-  unsigned events = ucp_worker_progress(worker_);
+  unsigned events = ucx().ucp_worker_progress(worker_);
   if (events != 0) userTouched_.store(true, std::memory_order_relaxed);
   pollSkip_ = Clock::now() - start > std::chrono::microseconds(1) ? 31 : 0;
 }
