@@ -328,9 +328,9 @@ inline void expectOk(const std::vector<std::string>& errors) {
 
 /// A fresh directory under /tmp (for FileKeyValue between forked ranks), removed at the end.
 struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/braid-transport-kv-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) throw std::runtime_error("mkdtemp failed");
+  explicit TempDir(const std::string& prefix = "braid-transport-kv") {
+    std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path = pattern;
   }
   ~TempDir() { std::filesystem::remove_all(path); }
