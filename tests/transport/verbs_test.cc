@@ -14,9 +14,11 @@
 #include <barrier>
 
 #include "common/config.h"
+#include "tests/transport/fake_sysfs.h"
 #include "tests/transport/test_support.h"
 #if BRAID_HAVE_VERBS
 #include "transport/verbs/calls.h"
+#include "transport/verbs/device.h"
 #include "transport/verbs/wire.h"
 #endif
 
@@ -29,6 +31,7 @@ class Verbs : public ::testing::Test {
   void SetUp() override {
 #if BRAID_HAVE_VERBS
     verbs::useVerbsModel(false);
+    verbs::setModelDevices(1);
 #endif
     for (const char* name :
          {"BRAID_VERBS_DEVICE", "BRAID_VERBS_GID_INDEX", "BRAID_VERBS_QPS",
@@ -96,11 +99,58 @@ TEST_F(Verbs, DeviceAndGidChoiceAreShown) {
   const std::string report = describeBackends();
   EXPECT_NE(report.find("verbs: available"), std::string::npos) << report;
   EXPECT_NE(report.find("device "), std::string::npos) << report;
-  EXPECT_NE(report.find("(the first active port, "), std::string::npos) << report;
+  EXPECT_NE(report.find("(the only active port, "), std::string::npos) << report;
   if (report.find("RoCE") != std::string::npos) {
     EXPECT_NE(report.find(", GID "), std::string::npos) << report;
   }
 }
+
+#if BRAID_HAVE_VERBS
+// Several devices (the model's, placed on NUMA nodes by a fake sysfs): the one nearest the rank's
+// CPUs unless BRAID_VERBS_DEVICE names one; braid-topo's line (describeBackends) says why.
+TEST_F(Verbs, TheDeviceNearestTheRanksCpusIsChosenUnlessOneIsNamed) {
+  verbs::useVerbsModel(true);
+  verbs::setModelDevices(3);
+  FakeSysfs sys;
+  sys.twoNumaNodes();
+  sys.rdmaDevice("model0", "pci0000:00/0000:00:02.0/0000:03:00.0", 0);
+  sys.rdmaDevice("model1", "pci0000:80/0000:80:01.0/0000:81:00.0", 1);
+  sys.rdmaDevice("model2", "pci0000:80/0000:80:02.0/0000:82:00.0", 1);
+  verbs::DeviceChoice onOne = verbs::chooseDevice(Placement{{3}, ""}, sys.root());
+  EXPECT_TRUE(onOne.usable) << onOne.why;
+  EXPECT_EQ(onOne.name, "model1");
+  EXPECT_EQ(onOne.how,
+            "the first of the nearest to the rank's CPUs (NUMA node 1): model0 (NUMA node 0, "
+            "distance 21), model1 (NUMA node 1, distance 10), model2 (NUMA node 1, distance 10)");
+  EXPECT_EQ(verbs::chooseDevice(Placement{{0}, ""}, sys.root()).name, "model0");
+  setenv("BRAID_VERBS_DEVICE", "model2", 1);
+  verbs::DeviceChoice named = verbs::chooseDevice(Placement{{0}, ""}, sys.root());
+  EXPECT_EQ(named.name, "model2");
+  EXPECT_EQ(named.how, "BRAID_VERBS_DEVICE");
+  unsetenv("BRAID_VERBS_DEVICE");
+  // This machine's sysfs knows no model device: all equally near, the first; shown with why.
+  const std::string report = describeBackends();
+  EXPECT_NE(report.find("device model0 port 1 (the first of the nearest to the rank's CPUs"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("model1 (NUMA node unknown)"), std::string::npos) << report;
+  // With several devices listed, ranks connect and move every byte over the chosen one.
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("verbs-devices");
+  std::barrier sync(2);
+  auto errors = runRanks(2, [&](int rank) {
+    auto ep = connect(makeConfig(rank, 2, {Kind::kVerbs, Kind::kVerbs}, jobId), kv);
+    try {
+      exchangeAll(*ep, 20, ep->send(1 - rank, 0).slotBytes(), 30);
+    } catch (...) {
+      sync.arrive_and_drop();
+      throw;
+    }
+    sync.arrive_and_wait();  // nobody tears down while the other still receives
+  });
+  expectOk(errors);
+}
+#endif
 
 TEST_F(Verbs, ANamedDeviceOrGidThatIsNotThereIsRefusedWithTheReason) {
   needDevice();

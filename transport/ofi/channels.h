@@ -61,22 +61,24 @@ struct RecvSlot {
   bool done = false;    // completed, not yet counted in arrived_
 };
 
-/// The control messages' buffers, registered once: `receives` posted for control messages from
-/// any peer, `sends` for the ones in flight. Queued: control messages waiting for a free send
-/// buffer (or for the provider to take them).
+/// The control messages' buffers, registered once: `receives` posted for control messages, each
+/// for one peer (`recvPeers`: its sender's rank; the tag is exact, see wire.h), `sends` for the
+/// ones in flight. Queued: control messages waiting for a free send buffer (or for the provider
+/// to take them); unposted: receives the provider refused for now (-FI_EAGAIN), retried.
 struct ControlPool {
   struct Queued {
     PeerState* peer;
     std::string bytes;  // ControlHeader + payload
   };
-  ControlPool(int receives, int sends)
-      : recvCount(receives),
+  ControlPool(std::vector<int> receivesFrom, int sends)
+      : recvCount(static_cast<int>(receivesFrom.size())),
         sendCount(sends),
-        memory(allocateSlots(kControlBytes * (receives + sends), "ofi")),
-        recvContexts(static_cast<size_t>(receives)),
+        memory(allocateSlots(kControlBytes * (receivesFrom.size() + sends), "ofi")),
+        recvPeers(std::move(receivesFrom)),
+        recvContexts(static_cast<size_t>(recvCount)),
         sendContexts(static_cast<size_t>(sends)),
         sendPeers(static_cast<size_t>(sends), nullptr) {
-    for (int i = 0; i < receives; ++i) {
+    for (int i = 0; i < recvCount; ++i) {
       recvContexts[i].op = OpContext::kControlRecv;
       recvContexts[i].index = static_cast<uint32_t>(i);
     }
@@ -93,10 +95,12 @@ struct ControlPool {
   int recvCount, sendCount;
   AlignedBuffer memory;
   void* desc = nullptr;
+  std::vector<int> recvPeers;  // the sender each receive is posted for
   std::vector<OpContext> recvContexts, sendContexts;
   std::vector<PeerState*> sendPeers;  // the peer of each send in flight
   std::vector<uint32_t> freeSends;
   std::deque<Queued> queued;
+  std::vector<uint32_t> unposted;
 };
 
 }  // namespace braid::transport::ofi

@@ -34,7 +34,10 @@ namespace {
 // with a 50 us spin, 130-200 us without).
 constexpr auto kSpin = std::chrono::microseconds(0);
 constexpr int kControlSendsPerPeer = 4;  // control send buffers: this many per peer, plus 8
-constexpr int kControlRecvsPerPeer = 4;  // control receives posted: this many per peer, plus 8
+// Control receives posted for each peer (exact tags). More may arrive at once (up to channels x
+// slots credits, a heartbeat, an abort): the provider keeps those as unexpected messages until a
+// receive is posted again.
+constexpr int kControlRecvsPerPeer = 8;
 
 [[noreturn]] void failCall(int rank, const char* call, int rc, const std::string& provider) {
   fail(ErrorCode::kSystemError, "rank {}: ofi: {} failed: {} (provider {})", rank, call,
@@ -61,6 +64,7 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
   try {
     openFabric();
     int ofiPeers = 0;
+    std::vector<int> receivesFrom;  // the control receives' senders
     for (int p = 0; p < config.size; ++p) {
       if (p == rank || config.peerKinds[p] != Kind::kOfi) continue;
       peers_[p] = std::make_unique<PeerState>();
@@ -68,8 +72,9 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
       peers_[p]->regions.resize(static_cast<size_t>(config.channels));
       trackPeer(peers_[p].get());
       ++ofiPeers;
+      receivesFrom.insert(receivesFrom.end(), kControlRecvsPerPeer, p);
     }
-    control_ = std::make_unique<ControlPool>(kControlRecvsPerPeer * ofiPeers + 8,
+    control_ = std::make_unique<ControlPool>(std::move(receivesFrom),
                                              kControlSendsPerPeer * ofiPeers + 8);
     control_->desc =
         registerMemory(control_->memory.get(), control_->bytes(), "control buffers", false);

@@ -164,8 +164,8 @@ void OfiTransport::onError(const fi_cq_err_entry& error) {
     }
     case OpContext::kControlRecv:
       if (canceled) return;
-      BRAID_WARN("rank {}: ofi: a control receive failed (a message from an unknown sender?): {}",
-                 config_.rank, why);
+      BRAID_WARN("rank {}: ofi: a control receive ({} bytes) for peer rank {} failed: {}",
+                 config_.rank, kControlBytes, control_->recvPeers[op.index], why);
       postControlRecv(op.index);
       return;
   }
@@ -251,12 +251,19 @@ void OfiTransport::postRecv(OfiRecvChannel& channel, uint32_t index) {
 }
 
 bool OfiTransport::postControlRecv(uint32_t index) {
+  // The exact tag of one sender, no ignore mask: libfabric 1.17's shm provider matches a posted
+  // receive against its unexpected messages with the ignore mask left in the unexpected entry by
+  // that entry's previous use (smr_match_tagged), not with the receive's, so a receive for any
+  // sender (ignore = the rank bits) never matched a control message that had arrived before it,
+  // and the credit in it was lost (4 ranks stalled; wire.h).
+  const int from = control_->recvPeers[index];
   ssize_t rc = fi_trecv(ep_, control_->recvBuffer(index), kControlBytes, control_->desc,
-                        FI_ADDR_UNSPEC, kControlBit, kControlIgnore,
-                        &control_->recvContexts[index]);
-  if (rc != 0 && rc != -FI_EAGAIN) {
-    BRAID_WARN("rank {}: ofi: posting a control receive failed: {}", config_.rank,
-               fiError(static_cast<int>(-rc)));
+                        FI_ADDR_UNSPEC, controlTag(from), 0, &control_->recvContexts[index]);
+  if (rc == -FI_EAGAIN) {
+    control_->unposted.push_back(index);  // the provider needs its queue driven first
+  } else if (rc != 0) {
+    BRAID_WARN("rank {}: ofi: posting a control receive ({} bytes) for peer rank {} failed: {}",
+               config_.rank, kControlBytes, from, fiError(static_cast<int>(-rc)));
   }
   return rc == 0;
 }
@@ -314,6 +321,9 @@ void OfiTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel,
 bool OfiTransport::flushControl() {
   bool did = false;
   ControlPool& pool = *control_;
+  for (std::vector<uint32_t> retry = std::exchange(pool.unposted, {}); uint32_t index : retry) {
+    did |= postControlRecv(index);
+  }
   while (!pool.queued.empty() && !pool.freeSends.empty()) {
     ControlPool::Queued& next = pool.queued.front();
     PeerState& peer = *next.peer;
@@ -410,7 +420,8 @@ bool OfiTransport::channelPending(PeerState& peer, int channel) const {
   return (sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ &&
           peer.alive.load(std::memory_order_relaxed)) ||
          recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_ ||
-         (!control_->queued.empty() && !control_->freeSends.empty());
+         (!control_->queued.empty() && !control_->freeSends.empty()) ||
+         !control_->unposted.empty();
 }
 
 void OfiTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) {

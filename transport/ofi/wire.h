@@ -4,9 +4,14 @@
 // Data: one tagged message per posted slot, sent from the sender's slot (SlotHeader + payload)
 // into the receive the peer pre-posted for that channel and slot index; the tag names sender,
 // channel and slot, so every message lands in exactly one receive and the provider's ordering
-// does not matter. Control (hello, credit, abort, heartbeat): a ControlHeader and its payload as
-// one tagged message with the control bit set, into any of a pool of receives posted for control
-// messages from any sender (the header names the sender).
+// does not matter. Control (hello, credit, region, abort, heartbeat): a ControlHeader and its
+// payload as one tagged message with the control bit set and the sender's rank, into one of the
+// receives posted for that sender's control messages. Every receive braid posts has an exact tag
+// (ignore mask 0): libfabric 1.17's shm provider matches a newly posted receive against the
+// messages that arrived before it with a stale ignore mask (the one the unexpected entry's memory
+// held in its previous use as a posted receive) instead of the receive's, so a receive for "any
+// sender" missed control messages that came early, and a lost credit stalled a channel for good
+// (4 ranks on the tagged path: more credits in flight than control receives posted).
 #pragma once
 
 #include <cstdint>
@@ -41,8 +46,6 @@ inline uint64_t slotImmediate(int sender, int channel, int slot, int channels, i
 inline uint64_t controlTag(int sender) {
   return kControlBit | (static_cast<uint64_t>(sender) << 40);
 }
-/// The ignore mask of a control receive: any sender (every bit but the control bit).
-inline constexpr uint64_t kControlIgnore = ~kControlBit;
 
 /// The largest control message: a hello with the longest job id and secret.
 inline constexpr size_t kControlBytes =

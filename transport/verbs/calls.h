@@ -42,11 +42,19 @@ struct VerbsCalls {
 /// The table in use: libibverbs, or the model once useVerbsModel(true) was called.
 const VerbsCalls& verbsCalls();
 
-/// Tests: switches every verbs call of this process to the software model (one device "model0",
-/// an active RoCE port; queue pairs of this process reach each other: ranks as threads) or back.
+/// Tests: switches every verbs call of this process to the software model (device "model0" with
+/// an active RoCE port, or more: setModelDevices; queue pairs of this process reach each other:
+/// ranks as threads) or back.
 /// Only while no verbs endpoint exists.
 void useVerbsModel(bool on);
 bool usingVerbsModel();
+
+/// Tests, model only: how many devices the model lists (1..kMaxModelDevices, "model0",
+/// "model1", ...; default 1), each with one active RoCE port; queue pairs of any of them reach
+/// each other. Only while no verbs endpoint exists.
+inline constexpr int kMaxModelDevices = 4;
+void setModelDevices(int count);
+int modelDevices();
 
 /// Tests, model only: the next `count` RDMA writes (of data, not control) posted anywhere fail
 /// with `status` at the sender (its queue pair then goes to error and flushes the rest), as a

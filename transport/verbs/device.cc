@@ -9,6 +9,7 @@
 #include <mutex>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "common/env.h"
 
@@ -98,7 +99,8 @@ bool chooseGid(ibv_context* context, const ibv_port_attr& attr, DeviceChoice* c)
   return false;
 }
 
-DeviceChoice lookUp(const std::string& forced) {
+DeviceChoice lookUp(const std::string& forced, const Placement& placement,
+                    const std::string& sysfs) {
   DeviceChoice c;
   std::string wantName = forced;
   int wantPort = 0;
@@ -119,6 +121,7 @@ DeviceChoice lookUp(const std::string& forced) {
     return c;
   }
   std::string firstFailure;
+  std::vector<DeviceChoice> usable;  // every active port that fits, in the library's order
   for (int d = 0; d < count; ++d) {
     const std::string name = verbsCalls().get_device_name(list[d]);
     const bool named = !forced.empty() && name == wantName;
@@ -138,7 +141,7 @@ DeviceChoice lookUp(const std::string& forced) {
       c.listed += fmt::format("{}{} port {} {} ({})", c.listed.empty() ? "" : ", ", name, p,
                               portStateName(attr.state), ethernet ? "Ethernet" : "InfiniBand");
       const bool wanted = forced.empty() ? true : named && (wantPort == 0 || wantPort == p);
-      if (!wanted || !c.name.empty() || attr.state != IBV_PORT_ACTIVE) continue;
+      if (!wanted || attr.state != IBV_PORT_ACTIVE) continue;
       DeviceChoice candidate;
       candidate.name = name;
       candidate.port = p;
@@ -151,15 +154,29 @@ DeviceChoice lookUp(const std::string& forced) {
           continue;
         }
       }
-      candidate.how = forced.empty() ? "the first active port" : "BRAID_VERBS_DEVICE";
       candidate.usable = true;
-      std::string listed = std::move(c.listed);
-      c = std::move(candidate);
-      c.listed = std::move(listed);
+      usable.push_back(std::move(candidate));
     }
     verbsCalls().close_device(context);
   }
   verbsCalls().free_device_list(list);
+  if (!usable.empty()) {
+    std::string listed = std::move(c.listed);
+    if (!forced.empty()) {
+      c = std::move(usable.front());
+      c.how = "BRAID_VERBS_DEVICE";
+    } else if (usable.size() == 1) {
+      c = std::move(usable.front());
+      c.how = "the only active port";
+    } else {
+      std::vector<std::string> names;
+      for (const DeviceChoice& u : usable) names.push_back(u.name);
+      NearestDevice nearest = nearestDevice(sysfs, names, placement);
+      c = std::move(usable[nearest.index]);
+      c.how = std::move(nearest.why);
+    }
+    c.listed = std::move(listed);
+  }
   if (!c.usable) {
     c.why = !firstFailure.empty() ? firstFailure
             : forced.empty()
@@ -178,18 +195,22 @@ std::string gidText(const ibv_gid& gid) {
   return text;
 }
 
-DeviceChoice chooseDevice() {
+DeviceChoice chooseDevice() { return chooseDevice(currentPlacement()); }
+
+DeviceChoice chooseDevice(const Placement& placement, const std::string& sysfs) {
   static std::mutex mutex;
-  static std::map<std::tuple<std::string, std::string, bool>, DeviceChoice> cache;
-  const auto key =
-      std::make_tuple(envString("BRAID_VERBS_DEVICE").value_or(""),
-                      envString("BRAID_VERBS_GID_INDEX").value_or(""), usingVerbsModel());
+  using Key = std::tuple<std::string, std::string, int, std::vector<int>, std::string, std::string>;
+  static std::map<Key, DeviceChoice> cache;
+  // The model's device count stands for the calls table (0: libibverbs).
+  const Key key(envString("BRAID_VERBS_DEVICE").value_or(""),
+                envString("BRAID_VERBS_GID_INDEX").value_or(""),
+                usingVerbsModel() ? modelDevices() : 0, placement.cpus, placement.pci, sysfs);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it == cache.end()) {
     DeviceChoice c;
     try {
-      c = lookUp(std::get<0>(key));
+      c = lookUp(std::get<0>(key), placement, sysfs);
     } catch (const std::exception& e) {  // a malformed BRAID_VERBS_GID_INDEX
       c = DeviceChoice{};
       c.why = e.what();

@@ -1,20 +1,23 @@
 // A software model of the libibverbs calls the verbs transport makes (calls.h), for tests on
-// machines without an RDMA device: one device "model0" with an active RoCE port, reliable-connected
-// queue pairs of this process that reach each other (ranks as threads), RDMA_WRITE and
-// RDMA_WRITE_WITH_IMM done at once as memcpy into the target's registered memory (keys and ranges
-// checked), a write with an immediate consuming one of the target's receives (waiting for one,
-// as an RNR retry would), completions on the queues with the channel's eventfd raised when armed,
-// and completions polled in a random order between queue pairs (each queue pair's own in order,
-// as hardware keeps them). Errors as a NIC reports them: a write to a queue pair that is gone or
-// not connected fails with IBV_WC_RETRY_EXC_ERR, a bad key or range with IBV_WC_REM_ACCESS_ERR /
-// IBV_WC_LOC_PROT_ERR, and failNextModelWrites() injects them; a failed queue pair goes to error
-// and flushes everything after (IBV_WC_WR_FLUSH_ERR). Not modelled: timing, the wire, other
-// processes. One mutex guards it all, which also orders the copies before the completions.
+// machines without an RDMA device: device "model0" (or more: setModelDevices) with an active RoCE
+// port each, reliable-connected queue pairs of this process that reach each other (ranks as
+// threads), RDMA_WRITE and RDMA_WRITE_WITH_IMM done at once as memcpy into the target's
+// registered memory (keys and ranges checked), a write with an immediate consuming one of the
+// target's receives (waiting for one, as an RNR retry would), completions on the queues with the
+// channel's eventfd raised when armed, and completions polled in a random order between queue
+// pairs (each queue pair's own in order, as hardware keeps them). Errors as a NIC reports them: a
+// write to a queue pair that is gone or not connected fails with IBV_WC_RETRY_EXC_ERR, a bad key
+// or range with IBV_WC_REM_ACCESS_ERR / IBV_WC_LOC_PROT_ERR, and failNextModelWrites() injects
+// them; a failed queue pair goes to error and flushes everything after (IBV_WC_WR_FLUSH_ERR). Not
+// modelled: timing, the wire, other processes. One mutex guards it all, which also orders the
+// copies before the completions.
 #include <arpa/inet.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -52,8 +55,9 @@ struct ModelQp {
 
 struct Model {
   std::mutex mutex;
-  ibv_device device{};
-  ibv_device* list[2] = {&device, nullptr};
+  ibv_device devices[kMaxModelDevices]{};
+  ibv_device* list[kMaxModelDevices + 1] = {};
+  int deviceCount = 1;
   std::map<uint32_t, ModelQp*> qps;  // by qp_num
   std::map<uint32_t, ibv_mr*> mrs;   // by key (lkey == rkey)
   std::map<ibv_comp_channel*, ModelCq*> channelCq;
@@ -64,7 +68,12 @@ struct Model {
   uint32_t imm = 0;
   ibv_wc_status failStatus = IBV_WC_RETRY_EXC_ERR;
   std::mt19937 random{12345};
-  Model() { std::strcpy(device.name, "model0"); }
+  Model() {
+    for (int d = 0; d < kMaxModelDevices; ++d) {
+      std::snprintf(devices[d].name, sizeof devices[d].name, "model%d", d);
+    }
+    list[0] = &devices[0];
+  }
 };
 
 Model& model() {
@@ -271,8 +280,10 @@ int modifyQp(ibv_qp* base, ibv_qp_attr* attr, int mask) {
 
 const VerbsCalls kModel = {
     [](int* count) {
-      *count = 1;
-      return model().list;
+      Model& m = model();
+      std::lock_guard<std::mutex> lock(m.mutex);
+      *count = m.deviceCount;
+      return m.list;
     },
     [](ibv_device**) {},
     [](ibv_device* device) -> const char* { return device->name; },
@@ -434,6 +445,21 @@ const VerbsCalls kModel = {
 }  // namespace
 
 const VerbsCalls& modelCalls() { return kModel; }
+
+void setModelDevices(int count) {
+  Model& m = model();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  m.deviceCount = std::clamp(count, 1, kMaxModelDevices);
+  for (int d = 0; d <= kMaxModelDevices; ++d) {
+    m.list[d] = d < m.deviceCount ? &m.devices[d] : nullptr;
+  }
+}
+
+int modelDevices() {
+  Model& m = model();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  return m.deviceCount;
+}
 
 void failNextModelWrites(int count, ibv_wc_status status) {
   Model& m = model();

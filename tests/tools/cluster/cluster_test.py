@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Tests of tools/cluster/braid-cluster: reachability, rate shaping, teardown (also after a
 failing command, a timeout and a signal), the launcher's variables and prefixes, and braid's
-all_reduce_perf across namespace hosts, plain and under mpirun.
+all_reduce_perf across namespace hosts, plain and under mpirun, and collectives over libfabric
+(ofi, tcp;ofi_rxm) between the hosts.
 
   cluster_test.py --tool PATH --build DIR [TestCase.test_name ...]
 
@@ -285,17 +286,23 @@ class ClusterTest(unittest.TestCase):
             self.skipTest(f"missing: {path} is not built (build target all_reduce_perf)")
         return path
 
-    def checkPerfOutput(self, out, ranks):
+    def checkPerfOutput(self, out, ranks, collective="all_reduce", sizes=None):
+        """The nccl-tests table of rank 0: every row's #wrong 0 (out of place and in place), one
+        row per size in `sizes` (in order) when given, and the footer's 0 out of bounds."""
         self.assertIn("Out of bounds values : 0 OK", out)
         rows = [l for l in out.splitlines() if re.match(r"^(\[h0\.r0\])?\s+\d+\s+\d+\s+float", l)]
         self.assertGreater(len(rows), 0, out)
+        seen = []
         for row in rows:
             cols = row.split()
             if cols[0].startswith("["):
                 cols = cols[1:]
             self.assertEqual(cols[8], "0", row)  # out-of-place #wrong
             self.assertEqual(cols[12], "0", row)  # in-place #wrong
-        self.assertIn(f"all_reduce: {ranks} ranks", out)
+            seen.append(int(cols[0]))
+        if sizes is not None:
+            self.assertEqual(seen, sizes, out)
+        self.assertIn(f"{collective}: {ranks} ranks", out)
 
     def test_all_reduce_perf_across_hosts(self):
         perf = self.perf()
@@ -307,6 +314,51 @@ class ClusterTest(unittest.TestCase):
         self.checkPerfOutput(r.stdout, 4)
         # Ranks on different hosts were grouped apart (so they connected over tcp).
         self.assertRegex(r.stdout + r.stderr, rf"rank 2/4: connected \(.*host {self.name}-h1\b")
+        self.assertGone()
+
+    def test_ofi_across_hosts(self):
+        """libfabric's tcp;ofi_rxm between namespace hosts, 2 hosts x 2 ranks, both data paths
+        (remote writes, tagged messages): every rank connects its 3 peers over ofi on that
+        provider, and every element of every size of the collectives is right."""
+        tool("up", "--hosts", "2", "--name", self.name)
+        bench = os.path.join(BUILD, "bench")
+        # (data path, BRAID_OFI_RMA, binary, smallest, largest, factor): sizes past the 1 MiB
+        # slots between hosts, so messages are also cut into slots.
+        runs = (("remote writes", "auto", "all_reduce_perf", 8, 4 << 20, 4),
+                ("remote writes", "auto", "alltoall_perf", 64, 4 << 20, 8),
+                ("tagged messages", "off", "all_reduce_perf", 8, 4 << 20, 8),
+                ("tagged messages", "off", "reduce_scatter_perf", 64, 4 << 20, 8))
+        for path, rma, binary, low, high, factor in runs:
+            perf = os.path.join(bench, binary)
+            self.assertTrue(os.access(perf, os.X_OK), f"{perf} is not built")
+            env = dict(os.environ, BRAID_DEBUG="INFO", BRAID_OFI_PROVIDER="tcp;ofi_rxm",
+                       BRAID_OFI_RMA=rma)
+            env.pop("BRAID_TRANSPORT", None)
+            r = sh(sys.executable, TOOL, "run", "--reuse", "--name", self.name,
+                   "--ranks-per-host", "2", "--timeout", "120", "--", perf, "--transport", "ofi",
+                   "-b", str(low), "-e", str(high), "-f", str(factor), "-c", "1", "-n", "5",
+                   "-w", "1", check=False, timeout=180, env=env)
+            out = r.stdout + r.stderr
+            what = f"{binary} over ofi ({path})"
+            self.assertEqual(r.returncode, 0, f"{what}:\n{out}")
+            sizes = []
+            size = low
+            while size <= high:
+                sizes.append(size)
+                size *= factor
+            collective = binary[:-len("_perf")]
+            self.checkPerfOutput(r.stdout, 4, collective, sizes)
+            self.assertIn("transport ofi", r.stdout)
+            for rank in range(4):
+                host = f"h{rank // 2}"
+                self.assertRegex(out, rf"\[{host}\.r{rank}\] .* rank {rank}: ofi: libfabric "
+                                 rf"provider tcp;ofi_rxm \(BRAID_OFI_PROVIDER\); data as {path}",
+                                 what)
+                self.assertRegex(out, rf"\[{host}\.r{rank}\] .* rank {rank}: transport connected "
+                                 r"\(4 ranks: 3 ofi peers;", what)
+                self.assertRegex(out, rf"rank {rank}/4: connected \(.*host {self.name}-{host}\b",
+                                 what)
+        tool("down", "--name", self.name)
         self.assertGone()
 
     def test_all_reduce_perf_mpirun(self):
