@@ -569,6 +569,14 @@ TEST_P(Conformance, KilledPeerIsSeenDead) {
 TEST_P(Conformance, DestroyingWithAFrozenPeerIsBounded) {
   if (std::string why = threadsOnly(GetParam()); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
   const Kind kind = GetParam().kind;
+  if (kind == Kind::kOfi && std::string(GetParam().tls) == "shm") {
+    // Seen in 2 of 30 runs (gdb): the sender's fi_tsend spins in pthread_spin_lock on a lock in
+    // the frozen peer's shm region, which the peer's progress thread held when SIGSTOP came; the
+    // provider gives braid no call that returns, so no deadline of braid's can end it.
+    BRAID_SKIP_NO_DEVICE(
+        "libfabric provider shm (1.17): a send to a peer frozen while it holds its region's "
+        "spin lock spins without bound inside the provider");
+  }
   const std::string jobId = uniqueJobId("frozen");
   const size_t slotBytes = 1 << 20;  // 8 x 1 MiB in flight: more than the socket buffers take
   pid_t child = forkChild([&] {
