@@ -59,10 +59,11 @@ Plan plan(CommState& state, const Meeting& meeting, const Joining& joining) {
   topology::dumpGraphIfAsked(graph, rank);
   state.tunerModel = comm::makeTunerModel(std::move(graph));
   // Do the ranks of this host outnumber the cores they may run on together (mpirun binding one
-  // rank per core is not oversubscribed; 4 unbound ranks on 2 cores are)?
+  // rank per core is not oversubscribed; 4 unbound ranks on 2 cores are)? The ranks of this
+  // host whatever transport joins them (a forced tcp or ofi shares the cores as shm does).
   std::vector<std::string> localCpus;
   for (int q = 0; q < size; ++q) {
-    if (q == rank || config.peerKinds[q] == transport::Kind::kShm) {
+    if (meeting.hosts[q] == meeting.hosts[rank]) {
       localCpus.push_back(meeting.cpus[q]);
     }
   }
