@@ -262,6 +262,17 @@ braidResult_t braidBarrier(braidComm_t comm) {
   return guard([&] { Pinned(comm, "braidBarrier")->barrier(); });
 }
 
+braidResult_t braidMemAlloc(void** ptr, size_t bytes) {
+  return guard([&] {
+    enforceOut(ptr, "braidMemAlloc");
+    *ptr = braid::memAlloc(bytes);
+  });
+}
+
+braidResult_t braidMemFree(void* ptr) {
+  return guard([&] { braid::memFree(ptr); });
+}
+
 braidResult_t braidAllReduceAsync(const void* s, void* r, size_t n, braidDataType_t t,
                                   braidRedOp_t o, braidComm_t comm, braidRequest_t* request) {
   return guard([&] {

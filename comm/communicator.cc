@@ -280,8 +280,14 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
       prog = &program(spec);
     }
   }
-  const bool singleCopied = !plan.isP2p && plan.spec.family == Algorithm::kSingleCopy;
+  bool singleCopied = !plan.isP2p && plan.spec.family == Algorithm::kSingleCopy;
   const bool rankOrdered = !plan.isP2p && plan.spec.family == Algorithm::kRankOrder;
+  // The mapped single copy where every rank's buffers are memAlloc ones (single_copy_op.cc):
+  // whether to try is decided alike on every rank, from the op and the communicator alone.
+  const bool tryMapped = !plan.isP2p && !singleCopied && singleCopy != nullptr &&
+                         d.coll == Collective::kAllReduce && size > 1 &&
+                         options.algorithm == Algorithm::kAuto &&
+                         plan.inBytes >= options.mappedCopyBytes;
 
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
@@ -289,6 +295,10 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   try {
     if (singleCopied) {
       runSingleCopy(args, d.count);
+    } else if (tryMapped && runMappedCopy(args, d.count)) {
+      singleCopied = true;
+      recorder.ranAs(d, Algorithm::kSingleCopy);
+      if (board) board->ranAs(Algorithm::kSingleCopy);
     } else if (rankOrdered) {
       runRankOrder(d, args);
     } else {
@@ -314,6 +324,17 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
 }
 
 void CommState::confirmToAll(const comm::ExecArgs& args) {
+  exchangeOneByte(args, medium->scratchIn(), medium->scratchOut(), RedOp::kMax);
+}
+
+bool CommState::allAgree(const comm::ExecArgs& args, bool mine) {
+  // Host memory: only host communicators ask (single copy).
+  uint8_t in = mine ? 1 : 0, out = in;
+  exchangeOneByte(args, &in, &out, RedOp::kMin);
+  return out != 0;
+}
+
+void CommState::exchangeOneByte(const comm::ExecArgs& args, void* in, void* out, RedOp op) {
   if (size < 2) return;
   // A one-byte direct exchange under the op's header.
   comm::ScheduleSpec fin;
@@ -323,10 +344,10 @@ void CommState::confirmToAll(const comm::ExecArgs& args) {
   fin.count = 1;
   fin.elemsPerPiece = options.slotBytes;
   comm::ExecArgs finArgs = args;
-  finArgs.input = medium->scratchIn();
-  finArgs.output = medium->scratchOut();
+  finArgs.input = in;
+  finArgs.output = out;
   finArgs.dtype = DataType::kUint8;
-  finArgs.op = RedOp::kMax;
+  finArgs.op = op;
   finArgs.elemsPerPiece = options.slotBytes;
   finArgs.streamOutput = false;
   executor->run(program(fin), finArgs);

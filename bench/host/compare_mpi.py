@@ -6,11 +6,12 @@ sharing an L3 cache or apart), each with its number of rounds.
 
   bench/host/compare_mpi.py --ranks 2 --runs 3 -b 8 -e 256M -f 2 [--bench all_reduce_perf]
                             [--copy-gbps X] [--extra "-z 1"] [--ideal] [--before DIR]
-                            [--out results.md]
+                            [--before-extra "-R 0"] [--out results.md]
 
 --before DIR: each round first runs the same command with DIR's build (an earlier commit), so
 the two alternate in one sitting; the tables add its median time per size over its rounds in
-the same placement, and now/before.
+the same placement, and now/before. --before-extra FLAGS: the before run's flags instead of
+--extra's (with --before the same build: one build, two settings, e.g. -R 0 against -R 2).
 
 --ideal (2-rank all_reduce_perf): each round also runs bench/single_copy_ideal (two threads on
 CPUs 0 and 1, each reading its half of both inputs once and writing its half of one output: the
@@ -24,7 +25,7 @@ aggregate copy bandwidth measured alongside
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
-def run_once(args, build, out_json):
+def run_once(args, build, out_json, extra=None):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     # mpirun's defaults bind a rank to a core while ranks <= cores; more ranks than cores need
     # --oversubscribe and run unbound.
@@ -33,7 +34,7 @@ def run_once(args, build, out_json):
         cmd += ["--oversubscribe", "--bind-to", "none"]
     cmd += [os.path.join(build, "bench", args.bench), "-b", args.b, "-e", args.e, "-f", args.f,
             "-w", str(args.warmup), "-n", str(args.iters), "--baseline", "mpi", "-J", out_json]
-    cmd += args.extra.split()
+    cmd += (args.extra if extra is None else extra).split()
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"run failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
@@ -141,6 +142,7 @@ def main():
     p.add_argument("--out", default="")
     p.add_argument("--ideal", action="store_true")
     p.add_argument("--before", default="")
+    p.add_argument("--before-extra", default=None)
     args = p.parse_args()
     if args.ideal and (args.ranks != 2 or args.bench != "all_reduce_perf"):
         sys.exit("--ideal compares a 2-rank all_reduce_perf only")
@@ -150,7 +152,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.runs):
             if args.before:
-                data, _ = run_once(args, args.before, os.path.join(tmp, f"b{i}.json"))
+                data, _ = run_once(args, args.before, os.path.join(tmp, f"b{i}.json"),
+                                   args.before_extra)
                 befores.append(data)
             data, command = run_once(args, args.build, os.path.join(tmp, f"r{i}.json"))
             runs.append(data)
@@ -168,8 +171,10 @@ def main():
         lines[0] += (f" Ideal: `{ideal_cmd}` after each round, its median per size over its "
                      f"rounds in the same placement (its own probe); of ideal = ideal us / braid us.")
     if args.before:
-        lines[0] += (f" Before: the same command with {args.before}'s binary, run first in each "
-                     f"round; now/before = braid us / before us.")
+        flags = ("" if args.before_extra is None
+                 else f" and flags `{args.before_extra}` instead of `{args.extra}`")
+        lines[0] += (f" Before: the same command with {args.before}'s binary{flags}, run first in "
+                     f"each round; now/before = braid us / before us.")
     # All rounds, then (ranks 0 and 1 probed: bench/perf/placement.h) the rounds of each
     # placement apart, since the host moves the vCPUs between runs.
     classes = sorted({placement_of(r, i) for r in runs for i in range(len(r["rows"]))} - {"n/a"})

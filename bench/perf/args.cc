@@ -25,6 +25,7 @@ constexpr Flag kFlags[] = {
     {'d', "datatype"},       {'r', "root"},          {'z', "blocking"},    {'G', "cudagraph"},
     {'C', "report_cputime"}, {'a', "average"},       {'J', "output_file"}, {'\0', "algo"},
     {'\0', "transport"},     {'\0', "baseline"},     {'\0', "seed"},        {'\0', "device"},
+    {'R', "local_register"},
 };
 
 std::string flagLabel(const Flag& flag) {
@@ -110,6 +111,8 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
     args.root = value == "all" ? BenchArgs::kAllRoots : parseInt(flag, value, 0, INT32_MAX);
   } else if (name == "blocking") {
     args.blocking = parseInt(flag, value, 0, 1) == 1;
+  } else if (name == "local_register") {
+    args.registration = static_cast<int>(parseInt(flag, value, 0, 2));
   } else if (name == "cudagraph") {
     requireValue(flag, value, 0, "no CUDA graphs on host memory");
   } else if (name == "report_cputime") {
@@ -209,6 +212,10 @@ BenchArgs parseArgs(const std::vector<std::string>& argv) {
                 "-i/--stepbytes must be positive");
   BRAID_ENFORCE(!(args.deviceCuda && args.baselineMpi), ErrorCode::kInvalidUsage,
                 "--baseline mpi times host buffers; it cannot run beside --device cuda");
+  BRAID_ENFORCE(!(args.deviceCuda && args.registration != 0), ErrorCode::kInvalidUsage,
+                "-R/--local_register {}: registers host buffers (braid::memAlloc); --device cuda "
+                "has no registration yet",
+                args.registration);
   return args;
 }
 
@@ -233,6 +240,8 @@ std::string usage(const std::string& program) {
       "  [-a,--average <0/1/2/3>] report time of rank 0/average/min/max (default 1)\n"
       "  [-J,--output_file <file>] write the results as JSON\n"
       "  [-G,--cudagraph <0>] [-C,--report_cputime <0/1>]\n"
+      "  [-R,--local_register <0/1/2>] 1, 2: host buffers from braid::memAlloc, which the ranks\n"
+      "      of a host map into each other (one-copy all-reduce); 0: ordinary memory (default)\n"
       "  [--algo <auto/ring/oneshot/chain>] (default auto)\n"
       "  [--transport <shm/tcp/ucx/ofi/verbs/auto>] (default auto)\n"
       "  [--baseline <mpi/none>] time the matching MPI collective too (under mpirun)\n"

@@ -36,6 +36,9 @@ struct BenchArgs {
   std::string transport;                   ///< --transport ("" = braid's choice)
   bool baselineMpi = false;                ///< --baseline mpi
   bool deviceCuda = false;                 ///< --device cuda: device buffers, DeviceCommunicator
+  /// -R 1 or 2 (nccl-tests' local / symmetric registration): host buffers from braid::memAlloc,
+  /// which peers on this host map (the mapped single copy); 0: ordinary memory
+  int registration = 0;
   bool help = false;                       ///< -h
   uint64_t seed = 0x5eed;                  ///< --seed: validation data seed
 

@@ -326,7 +326,8 @@ int benchMain(int argc, char** argv, const CollRunner& runner) {
     world = World::join(options, args.baselineMpi);
     std::unique_ptr<Target> target =
         args.deviceCuda ? makeCudaTarget(*world, runner.info, options)
-                        : makeHostTarget(*world, runner, args.blocking, defaultTimeoutSeconds());
+                        : makeHostTarget(*world, runner, args.blocking, defaultTimeoutSeconds(),
+                                         args.registration != 0);
     Bench bench(args, runner, *world, *target);
     int64_t wrong = bench.run();
     world->finish();

@@ -1,4 +1,5 @@
-// The host target: page-aligned, pre-touched host buffers; ops through the Communicator.
+// The host target: page-aligned, pre-touched host buffers (from braid::memAlloc with -R 1/2);
+// ops through the Communicator.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -13,17 +14,22 @@ namespace {
 
 class HostTarget final : public Target {
  public:
-  HostTarget(World& world, const CollRunner& runner, bool blocking, double timeoutSeconds)
-      : world_(world), runner_(runner), blocking_(blocking), timeoutSeconds_(timeoutSeconds) {}
+  HostTarget(World& world, const CollRunner& runner, bool blocking, double timeoutSeconds,
+             bool shared)
+      : world_(world),
+        runner_(runner),
+        blocking_(blocking),
+        timeoutSeconds_(timeoutSeconds),
+        shared_(shared) {}
   ~HostTarget() override {
-    for (void* p : buffers_) std::free(p);
+    for (void* p : buffers_) shared_ ? memFree(p) : std::free(p);
   }
 
   void* allocate(size_t bytes) override {
     // Touched up front, so page faults stay out of the timings.
     constexpr size_t kPage = 4096;
     const size_t rounded = (std::max<size_t>(bytes, 1) + kPage - 1) / kPage * kPage;
-    void* p = std::aligned_alloc(kPage, rounded);
+    void* p = shared_ ? memAlloc(rounded) : std::aligned_alloc(kPage, rounded);
     BRAID_ENFORCE(p != nullptr, ErrorCode::kSystemError, "rank {}: cannot allocate {} bytes",
                   world_.rank(), rounded);
     std::memset(p, 0, rounded);
@@ -66,21 +72,24 @@ class HostTarget final : public Target {
 
   std::string describe() const override { return "host"; }
   int deviceNumber() const override { return localRank(); }
-  std::string deviceLabel() const override { return "[cpu] host memory"; }
+  std::string deviceLabel() const override {
+    return shared_ ? "[cpu] host memory from braid::memAlloc (-R)" : "[cpu] host memory";
+  }
 
  private:
   World& world_;
   const CollRunner& runner_;
   const bool blocking_;
   const double timeoutSeconds_;
+  const bool shared_;
   std::vector<void*> buffers_;
 };
 
 }  // namespace
 
 std::unique_ptr<Target> makeHostTarget(World& world, const CollRunner& runner, bool blocking,
-                                       double timeoutSeconds) {
-  return std::make_unique<HostTarget>(world, runner, blocking, timeoutSeconds);
+                                       double timeoutSeconds, bool shared) {
+  return std::make_unique<HostTarget>(world, runner, blocking, timeoutSeconds, shared);
 }
 
 }  // namespace braid::bench

@@ -48,8 +48,9 @@ class Target {
 };
 
 /// Host buffers, ops through world.comm() with runner's blocking or non-blocking entry.
+/// `shared`: buffers from braid::memAlloc (-R 1/2), else ordinary page-aligned memory.
 std::unique_ptr<Target> makeHostTarget(World& world, const CollRunner& runner, bool blocking,
-                                       double timeoutSeconds);
+                                       double timeoutSeconds, bool shared);
 /// Device buffers on GPU LOCAL_RANK % device count, ops through a DeviceCommunicator made over
 /// world.comm(). Throws kInvalidUsage in a build without CUDA, kCudaError without a device.
 std::unique_ptr<Target> makeCudaTarget(World& world, const CollInfo& info, const Options& options);

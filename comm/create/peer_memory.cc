@@ -39,7 +39,9 @@ void testPeerMemory(CommState& state, const Plan& plan, transport::KeyValue& kv)
   std::string mine = "ok";
   for (int q = 0; q < n; ++q) {
     if (q == rank) {
-      peers[q] = {::getpid(), true, 0, 0};
+      peers[q].pid = ::getpid();
+      peers[q].sameProcess = true;
+      peers[q].token = token;
       continue;
     }
     const std::string rec = kv.get(fmt::format("{}/cma/{}", state.jobId, q), deadline);
@@ -50,6 +52,7 @@ void testPeerMemory(CommState& state, const Plan& plan, transport::KeyValue& kv)
                   rank, q, rec);
     peers[q].pid = pid;
     peers[q].sameProcess = theirToken == token;
+    peers[q].token = theirToken;
     std::string why;
     if (!peers[q].sameProcess && mine == "ok" &&
         !transport::probePeerMemory(pid, probe, theirToken, &why)) {

@@ -47,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> sharedSettings(const ResolvedOp
       {"streaming from (BRAID_STREAM_BYTES)", std::to_string(o.streamBytes)},
       {"single copy (BRAID_SINGLE_COPY)", o.singleCopy ? "on" : "off"},
       {"single copy from (BRAID_SINGLE_COPY_BYTES)", std::to_string(o.singleCopyBytes)},
+      {"mapped copy from (BRAID_MAPPED_COPY_BYTES)", std::to_string(o.mappedCopyBytes)},
       {"deterministic (BRAID_DETERMINISTIC)", o.deterministic ? "on" : "off"},
       {"tuner's chunk (BRAID_PICK_CHUNK)", o.pickChunk ? "on" : "off"},
   };

@@ -145,6 +145,12 @@ void FlightRecorder::started(const OpDesc& d, Algorithm algorithm) {
   s->kind.store(packKind(d, algorithm, State::kStarted), std::memory_order_relaxed);
 }
 
+void FlightRecorder::ranAs(const OpDesc& d, Algorithm algorithm) {
+  Slot* s = slotOf(d.recorded);
+  if (s == nullptr || stateOf(s->kind.load(std::memory_order_relaxed)) != State::kStarted) return;
+  s->kind.store(packKind(d, algorithm, State::kStarted), std::memory_order_relaxed);
+}
+
 int64_t FlightRecorder::ended(const OpDesc& d, const std::string& error) {
   if (capacity_ == 0) return 0;
   const int64_t now = tick();

@@ -53,6 +53,9 @@ class FlightRecorder {
   uint64_t issued(const OpDesc& d);
   /// The op's start (found by d.recorded in O(1); ignored once it left the record).
   void started(const OpDesc& d, Algorithm algorithm);
+  /// A started op that runs as `algorithm` after all (the mapped single copy, decided after the
+  /// start by an exchange).
+  void ranAs(const OpDesc& d, Algorithm algorithm);
   /// `error` empty when it succeeded. Only the first end of an op counts. Returns the tick it
   /// took as the end (0 when it keeps nothing).
   int64_t ended(const OpDesc& d, const std::string& error);

@@ -24,6 +24,7 @@
 #include "comm/detail/tuner.h"
 #include "comm/engine/executor.h"
 #include "comm/exec/single_copy.h"
+#include "transport/shared_buffer.h"
 #include "transport/transport.h"
 
 namespace braid {
@@ -83,6 +84,10 @@ struct ResolvedOptions {
   /// BRAID_SINGLE_COPY_BYTES: auto chooses single copy from this size; by default never (it
   /// measured slower than the ring here, bench/RESULTS.md), so only BRAID_ALGO=singlecopy runs it
   size_t singleCopyBytes = SIZE_MAX;
+  /// BRAID_MAPPED_COPY_BYTES: from this size an all-reduce between processes of one host whose
+  /// buffers are braid::memAlloc ones on every rank takes the mapped single copy (one pass, no
+  /// slots), whatever auto chose; SIZE_MAX: never.
+  size_t mappedCopyBytes = 256 << 10;
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
@@ -134,6 +139,8 @@ struct CommState {
   std::unique_ptr<comm::SingleCopy> singleCopy;
   std::vector<comm::PeerBuffers> singleCopyPeers;
   std::string singleCopyWhy = "not a host communicator";
+  transport::SharedMappings sharedMappings;  ///< peers' memAlloc buffers mapped here
+  bool mappedCopyLogged = false;             ///< the first mapped single copy is logged (INFO)
   std::atomic<bool> aborted{false};
 
   // Issue order and numbering (under queueMutex, so numbering order is execution order).
@@ -214,6 +221,19 @@ struct CommState {
   /// addresses (a direct all-gather under the op's header), this rank's share, a confirmation,
   /// the other shares (comm/single_copy_op.cc).
   void runSingleCopy(const comm::ExecArgs& args, size_t count);
+  /// The mapped single copy if every rank's buffers are mapped here (true: it ran, but its
+  /// completion exchange); false, after the address exchange, otherwise (the caller runs its
+  /// planned program). Every rank calls it for the same ops (mappedCopyCandidate).
+  bool runMappedCopy(const comm::ExecArgs& args, size_t count);
+  /// The address exchange of both forms, the mapping of every peer's memAlloc buffers, and the
+  /// agreement whether every rank mapped every peer's (comm/single_copy_op.cc).
+  bool publishAndMap(const comm::ExecArgs& args, size_t count);
+  /// Whether every rank passed `mine` = true (a one-byte minimum under the op's header; host
+  /// communicators only).
+  bool allAgree(const comm::ExecArgs& args, bool mine);
+  /// The one-byte direct exchange under the op's header both of those run: `op` over every
+  /// rank's byte at `in` into `out` (this medium's memory).
+  void exchangeOneByte(const comm::ExecArgs& args, void* in, void* out, RedOp op);
   /// Every rank tells every other it got here, under the op's header (a one-byte direct
   /// exchange): the completion exchanges, and single copy's "my share is ready".
   void confirmToAll(const comm::ExecArgs& args);

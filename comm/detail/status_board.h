@@ -55,6 +55,8 @@ class StatusBoard {
     current_ = &d;
     currentAlgorithm_ = algorithm;
   }
+  /// The running op runs as `algorithm` after all (FlightRecorder::ranAs).
+  void ranAs(Algorithm algorithm) { currentAlgorithm_ = algorithm; }
   void ended(const OpDesc& d, bool ok, int64_t tick) {
     if (!ok) return failed(d);
     const bool p2p = d.coll == Collective::kSend || d.coll == Collective::kRecv;

@@ -17,6 +17,17 @@ namespace {
 constexpr size_t kBlockBytes = 256 << 10;
 constexpr size_t kLine = 64;
 
+// Bytes per pass of the mapped form: its result is copied to the other outputs while it is still
+// in the core's L2.
+constexpr size_t kMappedBlockBytes = 64 << 10;
+
+void checkAborted(const ProgramRunner& runner, const ExecArgs& args) {
+  if (runner.aborted()) {
+    fail(ErrorCode::kAborted, "rank {}: {}: single copy: the communicator was aborted",
+         runner.rank(), runner.what(args));
+  }
+}
+
 // Reads `bytes` at `remote` of rank q into `local` (a plain copy for a rank of this process).
 // A failure names the peer; a call aborted meanwhile is kAborted, whatever the read saw.
 void readFrom(const ProgramRunner& runner, const ExecArgs& args, int q, const PeerBuffers& p,
@@ -55,15 +66,20 @@ void SingleCopy::share(size_t count, size_t elemSize, int n, int r, size_t* lo, 
   *hi = std::min(count, per * (r + 1));
 }
 
+bool SingleCopy::rankShare(size_t count, size_t elem, int n, int rank, size_t blockBytes,
+                           size_t* lo, size_t* hi, size_t* blockElems) {
+  share(count, elem, n, rank, lo, hi);
+  const size_t unit = std::max<size_t>(1, kLine / elem);
+  *blockElems = std::max(unit, blockBytes / elem / unit * unit);
+  return *lo < *hi;
+}
+
 void SingleCopy::reduceShare(const ProgramRunner& runner, const ExecArgs& args, size_t count,
                              int rank, const std::vector<PeerBuffers>& peers) {
   const int n = static_cast<int>(peers.size());
   const size_t elem = dataTypeSize(args.dtype);
-  size_t lo, hi;
-  share(count, elem, n, rank, &lo, &hi);
-  if (lo >= hi) return;
-  const size_t unit = std::max<size_t>(1, kLine / elem);
-  const size_t blockElems = std::max(unit, kBlockBytes / elem / unit * unit);
+  size_t lo, hi, blockElems;
+  if (!rankShare(count, elem, n, rank, kBlockBytes, &lo, &hi, &blockElems)) return;
   int remote = 0;
   for (int q = 0; q < n; ++q) remote += (q != rank && !peers[q].sameProcess);
   if (scratch_.size() < size_t(remote) * blockElems * elem) {
@@ -90,6 +106,36 @@ void SingleCopy::reduceShare(const ProgramRunner& runner, const ExecArgs& args, 
     }
     kernels::reduceMany(out + off, srcs.data(), n, len, args.dtype, op);
     if (args.op == RedOp::kAvg) kernels::divide(out + off, out + off, len, args.dtype, n);
+  }
+}
+
+void SingleCopy::reduceToAll(const ProgramRunner& runner, const ExecArgs& args, size_t count,
+                              int rank, const std::vector<PeerBuffers>& peers) {
+  const int n = static_cast<int>(peers.size());
+  const size_t elem = dataTypeSize(args.dtype);
+  size_t lo, hi, blockElems;
+  if (!rankShare(count, elem, n, rank, kMappedBlockBytes, &lo, &hi, &blockElems)) return;
+  const RedOp op = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
+  char* mine = peers[rank].mappedOutput;
+  std::vector<const void*> srcs(n);
+  for (size_t b = lo; b < hi; b += blockElems) {
+    checkAborted(runner, args);
+    const size_t len = std::min(blockElems, hi - b);
+    const size_t off = b * elem, bytes = len * elem;
+    if (n == 2 && args.op != RedOp::kAvg) {
+      // One pass writes both outputs (the inputs in rank order, as reduceMany's).
+      char* other = peers[1 - rank].mappedOutput;
+      kernels::reduceCopy(mine + off, other + off, peers[0].mappedInput + off,
+                          peers[1].mappedInput + off, len, args.dtype, op);
+      continue;
+    }
+    for (int q = 0; q < n; ++q) srcs[q] = peers[q].mappedInput + off;
+    kernels::reduceMany(mine + off, srcs.data(), n, len, args.dtype, op);
+    if (args.op == RedOp::kAvg) kernels::divide(mine + off, mine + off, len, args.dtype, n);
+    for (int k = 1; k < n; ++k) {
+      const int q = (rank + k) % n;
+      std::memcpy(peers[q].mappedOutput + off, mine + off, bytes);
+    }
   }
 }
 

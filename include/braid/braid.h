@@ -113,6 +113,11 @@ braidResult_t braidRecvAnySource(void* buf, size_t count, braidDataType_t type, 
                                  int* source, size_t* bytes, braidComm_t comm);
 braidResult_t braidBarrier(braidComm_t comm);
 
+/* Host memory the ranks of one host map into each other (braid::memAlloc in braid.hpp): an
+ * all-reduce whose buffers lie in it on every rank moves its data with one copy. */
+braidResult_t braidMemAlloc(void** ptr, size_t bytes);
+braidResult_t braidMemFree(void* ptr);
+
 /* Non-blocking all-reduce; finish with braidWait or poll with braidTest, then braidRequestFree. */
 braidResult_t braidAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count,
                                   braidDataType_t type, braidRedOp_t op, braidComm_t comm,

@@ -70,6 +70,16 @@ struct Options {
 /// fromStore whose ranks span hosts passes it as Options::advertiseAddress.
 std::string hostAddress();
 
+/// Host memory that the ranks of one host can map into each other (like NCCL's ncclMemAlloc):
+/// an all-reduce whose input and output on every rank lie in such buffers, between processes of
+/// one host, reads its peers' inputs and writes their outputs directly (the mapped single copy,
+/// from BRAID_MAPPED_COPY_BYTES, default 256 KiB), instead of copying through slots. Zeroed,
+/// page-aligned, at least `bytes` (0 gives one page). Any other memory works as before. Free with
+/// memFree. Throws braid::Error (kSystemError) when the system refuses the memory.
+void* memAlloc(size_t bytes);
+/// Frees a memAlloc buffer (kInvalidUsage for any other pointer).
+void memFree(void* p);
+
 class Request;
 struct CommState;
 

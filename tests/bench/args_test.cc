@@ -142,6 +142,8 @@ TEST(PerfArgs, BadValuesAreRejectedWithAMessage) {
       {{"-J", ""}, "-J/--output_file: empty file name"},
       {{"--device", "gpu"}, "--device: unknown device 'gpu' (host cuda)"},
       {{"--device", "cuda", "--baseline", "mpi"}, "cannot run beside --device cuda"},
+      {{"-R", "3"}, "-R/--local_register: 3 is out of range [0, 2]"},
+      {{"--device", "cuda", "-R", "1"}, "--device cuda has no registration yet"},
   };
   for (const Case& c : cases) {
     std::string message = errorOf(c.words);
@@ -155,6 +157,13 @@ TEST(PerfArgs, DeviceHostOrCuda) {
   EXPECT_FALSE(parse({"--device", "host"}).deviceCuda);
   EXPECT_TRUE(parse({"--device=cuda"}).deviceCuda);
   EXPECT_NE(usage("all_reduce_perf").find("--device"), std::string::npos);
+}
+
+TEST(PerfArgs, RegistrationIsNcclTestsMinusR) {
+  EXPECT_EQ(parse({}).registration, 0);
+  EXPECT_EQ(parse({"-R", "1"}).registration, 1);
+  EXPECT_EQ(parse({"--local_register=2"}).registration, 2);
+  EXPECT_NE(usage("all_reduce_perf").find("braid::memAlloc"), std::string::npos);
 }
 
 TEST(PerfArgs, HelpAndUsage) {

@@ -2,10 +2,16 @@
 // pointer) and as processes (process_vm_readv/writev), every dtype x op, in place and out of
 // place, odd counts, checked element by element; disagreeing ranks fail with kMismatch; where it
 // cannot run, forcing it is a clear error; the tuner takes it from BRAID_SINGLE_COPY_BYTES up.
+// The mapped form (braid::memAlloc buffers on every rank): as processes (each having mapped
+// every peer's buffers) and as threads, from BRAID_MAPPED_COPY_BYTES; one rank with ordinary
+// buffers: the planned algorithm, or the read path when forced.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,6 +142,144 @@ TEST_P(SingleCopyProcesses, EveryTypeOpCountAndPlacementMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyProcesses, ::testing::Values(2, 3, 4));
+
+// Runs case c with its buffers in memAlloc memory: the input copied in at `offset` bytes into a
+// pool (line-unaligned offsets too), the result copied back where runCaseOn checks it. `pool`
+// null: buffers of their own, allocated and freed for this case.
+std::string runCaseShared(Communicator& comm, const CollectiveCase& c, char* pool, size_t offset) {
+  return runCaseOn(comm.rank(), comm.size(), c,
+                   [&](std::vector<char>&, std::vector<char>&, const void* send, void* recv) {
+                     const size_t bytes = c.count * dataTypeSize(c.type);
+                     char* in = pool ? pool + offset : static_cast<char*>(memAlloc(bytes));
+                     char* out = c.inPlace ? in
+                                 : pool    ? in + bytes + 64
+                                           : static_cast<char*>(memAlloc(bytes));
+                     std::memcpy(in, send, bytes);
+                     comm.allReduce(in, out, c.count, c.type, c.op);
+                     std::memcpy(recv, out, bytes);
+                     if (!pool) {
+                       if (out != in) memFree(out);
+                       memFree(in);
+                     }
+                   });
+}
+
+constexpr size_t kPoolBytes = 8 << 20;
+
+// Every case in a pool at an offset of 3 elements, and (`ownToo`) again in buffers of its own.
+std::vector<std::string> runMatrixShared(Communicator& comm, const std::vector<CollectiveCase>& cases,
+                                         bool ownToo = true) {
+  char* pool = static_cast<char*>(memAlloc(kPoolBytes));
+  std::vector<std::string> wrong;
+  for (const CollectiveCase& c : cases) {
+    for (char* where : {pool, static_cast<char*>(nullptr)}) {
+      if (!where && !ownToo) continue;
+      const std::string problem = runCaseShared(comm, c, where, 3 * dataTypeSize(c.type));
+      if (!problem.empty() && wrong.size() < 10) wrong.push_back(problem);
+    }
+  }
+  memFree(pool);
+  return wrong;
+}
+
+// How many other processes' memAlloc files this process has mapped (/proc/self/maps names them
+// "/memfd:braid-<owner's token>-<serial>"): the mapped single copy maps every peer's.
+size_t peersMapped() {
+  std::ifstream maps("/proc/self/maps");
+  const std::string own = fmt::format("/memfd:braid-{:x}-", transport::processToken());
+  std::set<std::string> owners;
+  for (std::string line; std::getline(maps, line);) {
+    const size_t at = line.find("/memfd:braid-");
+    if (at == std::string::npos || line.compare(at, own.size(), own) == 0) continue;
+    const size_t dash = line.find('-', at + 13);
+    owners.insert(line.substr(at, dash - at));
+  }
+  return owners.size();
+}
+
+// Ranks as processes, every rank's buffers memAlloc'd: the mapped single copy from size 0 up
+// (BRAID_MAPPED_COPY_BYTES=0), every dtype x op, in place and out of place, odd counts.
+class SingleCopyMappedProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(SingleCopyMappedProcesses, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const int ranks = GetParam();
+  if (const std::string why = peerMemoryRefused(); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
+  Job job(ranks, bootstrap::findFreePort(),
+          {{"BRAID_MAPPED_COPY_BYTES", "0"}, {"BRAID_TIMEOUT", "30"}, {"BRAID_TRANSPORT", "shm"}});
+  job.startAll([ranks](int, ChildIo& io) {
+    Communicator comm = Communicator::fromEnvironment();
+    std::vector<std::string> wrong =
+        runMatrixShared(comm, matrix({1, 7, 1031, (size_t(1) << 18) + 3}));
+    // Peers' pools stay mapped here while the communicator lives.
+    if (const size_t mapped = peersMapped(); mapped != size_t(ranks - 1)) {
+      wrong.push_back(fmt::format("mapped the buffers of {} peers' processes, not {}: the "
+                                  "mapped single copy did not run",
+                                  mapped, ranks - 1));
+    }
+    for (const std::string& w : wrong) io.say("wrong", w);
+    return wrong.empty() ? kChildOk : kChildWrongData;
+  });
+  auto results = job.finish(180);
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(results[r].exitCode, kChildOk) << "rank " << r << ": " << results[r].describe();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyMappedProcesses, ::testing::Values(2, 3, 4));
+
+// One rank's buffers are ordinary memory: every rank takes the planned algorithm instead, with
+// the right result; and the forced form falls back to reading through process_vm_readv.
+TEST(SingleCopyMappedProcessesMixed, OneRankWithOrdinaryBuffersMeansNoneMaps) {
+  if (const std::string why = peerMemoryRefused(); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
+  for (const char* algo : {"auto", "singlecopy"}) {
+    Job job(3, bootstrap::findFreePort(),
+            {{"BRAID_MAPPED_COPY_BYTES", "0"}, {"BRAID_TIMEOUT", "30"}, {"BRAID_TRANSPORT", "shm"},
+             {"BRAID_ALGO", algo}});
+    job.startAll([](int rank, ChildIo& io) {
+      Communicator comm = Communicator::fromEnvironment();
+      std::vector<std::string> wrong;
+      for (const CollectiveCase& c : matrix({1031, (size_t(1) << 18) + 3})) {
+        const std::string problem =
+            rank == 1 ? runCase(comm, c) : runCaseShared(comm, c, nullptr, 0);
+        if (!problem.empty() && wrong.size() < 10) wrong.push_back(problem);
+      }
+      for (const std::string& w : wrong) io.say("wrong", w);
+      return wrong.empty() ? kChildOk : kChildWrongData;
+    });
+    auto results = job.finish(180);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(results[r].exitCode, kChildOk) << algo << " rank " << r << ": "
+                                               << results[r].describe();
+    }
+  }
+}
+
+// Ranks as threads of one process map each other's memAlloc buffers the same way (through
+// /proc/self/fd), from 1 to 16 ranks.
+class SingleCopyMappedThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(SingleCopyMappedThreads, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const int n = GetParam();
+  Options options;
+  options.timeoutSeconds = 60;
+  ::setenv("BRAID_MAPPED_COPY_BYTES", "0", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("BRAID_MAPPED_COPY_BYTES"); }
+  } unset;
+  std::mutex mutex;
+  std::vector<std::string> wrong;
+  auto errors = runRanks(n, options, [&](Communicator& comm) {
+    // Buffers of their own per case only up to 5 ranks: 16 map 15 peers' anew every case.
+    for (const std::string& w : runMatrixShared(comm, matrix({1, 13, 1031, 65537}), n <= 5)) {
+      std::lock_guard<std::mutex> lock(mutex);
+      wrong.push_back(w);
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+  for (size_t i = 0; i < wrong.size() && i < 10; ++i) ADD_FAILURE() << wrong[i];
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyMappedThreads, ::testing::Values(1, 2, 3, 5, 16));
 
 TEST(SingleCopyMismatch, RanksThatDisagreeOnTheCountFailOnEveryRank) {
   for (int n : {2, 3}) {
