@@ -245,6 +245,25 @@ TEST_F(BraidrunTest, OtherRanksGetTheSettleTimeToEndByThemselves) {
   EXPECT_EQ(at_once.out.find("finished"), std::string::npos) << at_once.out;
 }
 
+TEST_F(BraidrunTest, SettleNeverLetsTheOtherRanksFinish) {
+  // A job that goes on without a dead rank (braid-train --strategy ps --mode async): the others
+  // run to their end, well past the default second, and braidrun still exits with the failure.
+  const auto script = sh("if [ $RANK = 2 ]; then sleep 0.2; exit 3; fi; sleep 1.8; "
+                         "echo finished-$RANK");
+  Result r = runBraidrun(concat({"-n", "3", "--settle", "never"}, script));
+  ASSERT_FALSE(r.timedOut);
+  EXPECT_EQ(r.code, 3);
+  EXPECT_NE(r.out.find("finished-0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("finished-1"), std::string::npos) << r.out;
+  EXPECT_EQ(braidrunLines(r.err),
+            std::vector<std::string>{
+                "braidrun: rank 2 exited with code 3; the other ranks go on (--settle never)"})
+      << r.err;
+  Result stopped = runBraidrun(concat({"-n", "3"}, script));  // the default: stopped at 1 s
+  ASSERT_FALSE(stopped.timedOut);
+  EXPECT_EQ(stopped.out.find("finished"), std::string::npos) << stopped.out;
+}
+
 TEST_F(BraidrunTest, RankIgnoringSigtermIsKilledAfterGrace) {
   Result r = runBraidrun(
       concat({"-n", "2", "--grace", "0.5"}, sh("if [ $RANK = 1 ]; then sleep 0.2; exit 5; fi; "
