@@ -10,7 +10,7 @@
 namespace braid::trainer {
 
 /// The log's text: JSON {"scaling": [{"ranks", "samples_per_s", "speedup", "efficiency",
-/// "comm_share", "overlap_share"}, ...]} (shares null where a run's log has none, e.g. ps), or
+/// "comm_share", "overlap_share"}, ...]} (shares null where a run's log has none: an older braid-train's), or
 /// CSV with those columns (empty cells for null).
 std::string scalingLogText(const std::vector<ScalingRow>& rows, bool json);
 

@@ -15,8 +15,8 @@ namespace braid::trainer {
 struct ScalingRow {
   int ranks = 0;
   double samplesPerSec = 0;  ///< all epochs' samples / all epochs' training seconds
-  double commShare = -1;     ///< comm_wait_seconds / step_seconds; -1: the log has none (ps)
-  double overlapShare = -1;  ///< overlap_seconds / step_seconds; -1: the log has none (ps)
+  double commShare = -1;     ///< comm_wait_seconds / step_seconds; -1: the log has none
+  double overlapShare = -1;  ///< overlap_seconds / step_seconds; -1: the log has none
 };
 
 /// The row of a run on `ranks` ranks from its JSON log's text. Throws Error(kInvalidUsage)

@@ -1,9 +1,8 @@
 #!/usr/bin/python3
 """braid-plot-train on the logs of short real trainings: a 2-rank ddp JSON log (the performance
-monitor's fields filled) and its --log-steps file, a ps log (monitor fields null), a CSV log and a
---report scaling log: each set gives a non-empty PNG, and the curves it reports per panel are the
-ones those logs carry (the ps log adds none to the monitor's panels). Skips (recorded) without
-matplotlib or Fashion-MNIST.
+monitor's fields filled) and its --log-steps file, a ps log (its fields summed over the workers),
+a CSV log and a --report scaling log: each set gives a non-empty PNG, and the curves it reports
+per panel are the ones those logs carry. Skips (recorded) without matplotlib or Fashion-MNIST.
 
 Usage: plot_train_test.py BRAID_TRAIN BRAIDRUN BRAID_PLOT_TRAIN"""
 import os
@@ -43,11 +42,11 @@ with tempfile.TemporaryDirectory() as tmp:
     run([braidrun, "-n", "2", train, *common, "--log", log["ddp.csv"]])
     run([train, *common, "--report", "scaling", "--report-ranks", "1,2", "--braidrun", braidrun,
          "--log", log["scaling.json"]])
-    # (logs, curves per panel: loss, accuracy (test + train), throughput, shares (3 per run with
-    # the monitor's fields; ps has comm wait only), all-reduce, scaling)
+    # (logs, curves per panel: loss, accuracy (test + train), throughput, shares (3 per run),
+    # all-reduce, scaling)
     cases = [(["ddp.json"], "loss 1, accuracy 2, throughput 1, shares 3, all-reduce 1, scaling 0"),
              (["ddp.json", "ps.json"],
-              "loss 2, accuracy 4, throughput 2, shares 4, all-reduce 1, scaling 0"),
+              "loss 2, accuracy 4, throughput 2, shares 6, all-reduce 2, scaling 0"),
              (["ddp.csv", "steps.jsonl", "scaling.json"],
               "loss 1, accuracy 2, throughput 2, shares 6, all-reduce 2, scaling 1")]
     for i, (names, series) in enumerate(cases):
