@@ -45,6 +45,34 @@ TEST(PerfColls, BusFactors) {
   EXPECT_THROW(collInfo(Collective::kBarrier), Error);
 }
 
+// nccl-tests' alltoall_perf, gather_perf and scatter_perf: busbw = algbw x (n-1)/n; the size is
+// the larger buffer (alltoall: either; gather: the root's receive; scatter: the root's send).
+TEST(PerfColls, ExchangeCollectivesFollowNcclTests) {
+  for (Collective kind : {Collective::kAllToAll, Collective::kGather, Collective::kScatter}) {
+    EXPECT_DOUBLE_EQ(collInfo(kind).busFactor(4), 0.75);
+    EXPECT_DOUBLE_EQ(collInfo(kind).busFactor(2), 0.5);
+    EXPECT_DOUBLE_EQ(collInfo(kind).busFactor(1), 0.0);
+    EXPECT_FALSE(collInfo(kind).hasOp);
+    EXPECT_EQ(collInfo(kind).hasRoot, kind != Collective::kAllToAll);
+  }
+  EXPECT_STREQ(collInfo(Collective::kAllToAll).name, "alltoall");
+  EXPECT_STREQ(collInfo(Collective::kGather).name, "gather");
+  EXPECT_STREQ(collInfo(Collective::kScatter).name, "scatter");
+  Counts a2a = collInfo(Collective::kAllToAll).counts(100, 4, 4);  // 25 floats -> 6 per peer
+  EXPECT_EQ(a2a.paramCount, 6u);
+  EXPECT_EQ(a2a.sendCount, 24u);
+  EXPECT_EQ(a2a.recvCount, 24u);
+  EXPECT_EQ(a2a.bytes, 96u);
+  Counts g = collInfo(Collective::kGather).counts(100, 4, 4);
+  EXPECT_EQ(g.sendCount, 6u);
+  EXPECT_EQ(g.recvCount, 24u);
+  EXPECT_EQ(g.bytes, 96u);
+  Counts sc = collInfo(Collective::kScatter).counts(100, 4, 4);
+  EXPECT_EQ(sc.sendCount, 24u);
+  EXPECT_EQ(sc.recvCount, 6u);
+  EXPECT_EQ(sc.bytes, 96u);
+}
+
 TEST(PerfData, HalfAndBfloat16Conversions) {
   for (int i = -2048; i <= 2048; ++i) {
     EXPECT_EQ(halfBitsToFloat(floatToHalfBits(static_cast<float>(i))), static_cast<float>(i));
@@ -140,6 +168,15 @@ std::vector<std::vector<float>> simulate(const CheckSpec& base, RedOp op, int ro
         case Collective::kBroadcast:
           recv[r][i] = send[root][i];
           break;
+        case Collective::kGather:
+          if (r == root) recv[r][i] = send[i / c.sendCount][i % c.sendCount];
+          break;
+        case Collective::kAllToAll:  // block q of rank r: rank q's block r
+          recv[r][i] = send[i / c.paramCount][r * c.paramCount + i % c.paramCount];
+          break;
+        case Collective::kScatter:
+          recv[r][i] = send[root][r * c.recvCount + i];
+          break;
         default:
           break;
       }
@@ -150,7 +187,8 @@ std::vector<std::vector<float>> simulate(const CheckSpec& base, RedOp op, int ro
 
 TEST(PerfData, CorrectResultsPassAndCorruptionIsCounted) {
   for (Collective kind : {Collective::kAllReduce, Collective::kReduceScatter,
-                          Collective::kAllGather, Collective::kBroadcast, Collective::kReduce}) {
+                          Collective::kAllGather, Collective::kBroadcast, Collective::kReduce,
+                          Collective::kAllToAll, Collective::kGather, Collective::kScatter}) {
     for (RedOp op : {RedOp::kSum, RedOp::kProd, RedOp::kMax, RedOp::kMin, RedOp::kAvg}) {
       for (int n : {1, 3, 4}) {
         const int root = n - 1;
@@ -169,7 +207,8 @@ TEST(PerfData, CorrectResultsPassAndCorruptionIsCounted) {
           SCOPED_TRACE(::testing::Message() << spec.coll->name << " op " << static_cast<int>(op)
                                             << " n " << n << " rank " << r);
           EXPECT_EQ(countWrong(s, recv[r].data()), 0);
-          bool checked = !(kind == Collective::kReduce && r != root);
+          const bool rootOnly = kind == Collective::kReduce || kind == Collective::kGather;
+          const bool checked = !rootOnly || r == root;
           recv[r][1] += 0.5f;
           recv[r][spec.counts.recvCount - 1] = -3.0f;
           EXPECT_EQ(countWrong(s, recv[r].data()), checked ? 2 : 0);

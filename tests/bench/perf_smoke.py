@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Runs a *_perf command and checks its nccl-tests table.
 
-perf_smoke.py [--sizes 8,64,...] [--groups N] [--baseline] [--json FILE]
+perf_smoke.py [--sizes 8,64,...] [--groups N] [--baseline] [--json FILE] [--bus-factor F]
               [--expect-fail REGEX] [--timeout S] [--needs-gpu] -- COMMAND [ARGS...]
 
 Checks: exit code 0, the header lines, one row per size per (type, op, root) group, every #wrong
 column 0, the footer "Out of bounds values : 0 OK"; with --baseline the MPI columns; with --json
-the -J file's rows. With --expect-fail: a non-zero exit and stderr matching REGEX instead.
+the -J file's rows; with --bus-factor, busbw = algbw x F in every row (both columns, within the
+table's rounding to 0.01). With --expect-fail: a non-zero exit and stderr matching REGEX instead.
 With --needs-gpu: skips (device) on a machine without an NVIDIA GPU.
 """
 
@@ -36,6 +37,7 @@ def main():
     parser.add_argument("--groups", type=int, default=1)
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--json", default="")
+    parser.add_argument("--bus-factor", type=float, default=None)
     parser.add_argument("--expect-fail", default="")
     parser.add_argument("--timeout", type=float, default=240)
     parser.add_argument("--needs-gpu", action="store_true")
@@ -79,6 +81,11 @@ def main():
             fail(f"wrong elements in row: {' '.join(row)}", output)
         for field in (row[5], row[6], row[7], row[9], row[10], row[11]):
             float(field)
+        if args.bus_factor is not None:
+            for algbw, busbw in ((row[6], row[7]), (row[10], row[11])):
+                if abs(float(busbw) - float(algbw) * args.bus_factor) > 0.011:
+                    fail(f"busbw {busbw} is not algbw {algbw} x {args.bus_factor}: "
+                         f"{' '.join(row)}", output)
         sizes[int(row[0])] = sizes.get(int(row[0]), 0) + 1
     if args.sizes:
         for size in (int(s) for s in args.sizes.split(",")):

@@ -230,19 +230,35 @@ TEST_F(BraidrunTest, FailingRankStopsTheOthersAndSetsExitCode) {
 }
 
 TEST_F(BraidrunTest, OtherRanksGetTheSettleTimeToEndByThemselves) {
-  // Ranks 0 and 1 end 0.4 s after rank 2 failed (as braid ranks do when a peer fails, writing
-  // their dumps): within --settle they are not stopped; with --settle 0 they are, at once.
-  const auto script = sh("if [ $RANK = 2 ]; then sleep 0.2; exit 3; fi; sleep 0.6; "
-                         "echo finished-$RANK");
-  Result settled = runBraidrun(concat({"-n", "3", "--settle", "2"}, script));
-  ASSERT_FALSE(settled.timedOut);
-  EXPECT_EQ(settled.code, 3);
-  EXPECT_NE(settled.out.find("finished-0"), std::string::npos) << settled.out;
-  EXPECT_NE(settled.out.find("finished-1"), std::string::npos) << settled.out;
-  Result at_once = runBraidrun(concat({"-n", "3", "--settle", "0"}, script));
-  ASSERT_FALSE(at_once.timedOut);
-  EXPECT_EQ(at_once.code, 3);
-  EXPECT_EQ(at_once.out.find("finished"), std::string::npos) << at_once.out;
+  // Ranks 0 and 1 end 1.3 s after rank 2 failed (as braid ranks do when a peer fails, writing
+  // their dumps, or as a ps async job's survivors go on): within --settle they are not stopped;
+  // with --settle 0 they are at once, by default after 1 s; with --settle never not at all. The
+  // exit code is the failure's in every case.
+  const auto script =
+      sh("if [ $RANK = 2 ]; then sleep 0.2; exit 3; fi; sleep 1.5; "
+         "echo finished-$RANK");
+  const struct {
+    std::vector<std::string> flags;
+    bool finish;
+    const char* note;
+  } cases[] = {{{"--settle", "2"}, true, "stopping the other ranks"},
+               {{"--settle", "0"}, false, "stopping the other ranks"},
+               {{}, false, "stopping the other ranks"},
+               {{"--settle", "never"}, true, "the other ranks go on (--settle never)"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.flags.empty() ? "default" : c.flags[1]);
+    std::vector<std::string> args = {"-n", "3"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    Result r = runBraidrun(concat(args, script));
+    ASSERT_FALSE(r.timedOut);
+    EXPECT_EQ(r.code, 3);
+    EXPECT_EQ(r.out.find("finished-0") != std::string::npos, c.finish) << r.out;
+    EXPECT_EQ(r.out.find("finished-1") != std::string::npos, c.finish) << r.out;
+    EXPECT_EQ(
+        braidrunLines(r.err),
+        std::vector<std::string>{std::string("braidrun: rank 2 exited with code 3; ") + c.note})
+        << r.err;
+  }
 }
 
 TEST_F(BraidrunTest, RankIgnoringSigtermIsKilledAfterGrace) {

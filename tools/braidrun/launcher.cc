@@ -242,7 +242,9 @@ void Launcher::onExit(Rank& rank, int status) {
     exitCode_ = WEXITSTATUS(status);
     what = fmt::format("rank {} exited with code {}", rank.index, exitCode_);
   }
-  if (anyRunning()) {
+  if (anyRunning() && options_.settleSeconds == kSettleNever) {
+    note(what + "; the other ranks go on (--settle never)");
+  } else if (anyRunning()) {
     note(what + "; stopping the other ranks");
     // They usually fail by themselves at once (braid passes the failure on) and then write their
     // flight-recorder dumps: let them, for --settle, before SIGTERM.

@@ -42,11 +42,13 @@ std::string usageText() {
          "  --host-addr A    MASTER_ADDR (default 127.0.0.1)\n"
          "  --grace S        seconds between SIGTERM and SIGKILL when stopping ranks (3)\n"
          "  --settle S       after a rank fails, seconds the others get to end by themselves\n"
-         "                   (and write BRAID_DUMP_DIR dumps) before SIGTERM (1; 0: at once)\n"
+         "                   (and write BRAID_DUMP_DIR dumps) before SIGTERM (1; 0: at once;\n"
+         "                   never: they are not stopped, e.g. braid-train --strategy ps\n"
+         "                   --mode async, whose job goes on without a dead worker)\n"
          "  --bind-to B      core: pin rank i to the i-th usable CPU; none: no pinning\n"
          "                   (default: core when N <= usable CPUs, else none, like mpirun)\n"
-         "If a rank fails, the others are stopped and braidrun exits with its code\n"
-         "(128+signal when it was killed by a signal).\n";
+         "If a rank fails, the others are stopped (not with --settle never) and braidrun\n"
+         "exits with its code (128+signal when it was killed by a signal).\n";
 }
 
 LaunchOptions parseArguments(int argc, const char* const* argv) {
@@ -98,7 +100,9 @@ LaunchOptions parseArguments(int argc, const char* const* argv) {
       options.graceSeconds = parsePositive("--grace", valueOf(arg, "--grace"));
     } else if (matches(arg, "--settle", false)) {
       const std::string text = valueOf(arg, "--settle");
-      options.settleSeconds = text == "0" ? 0.0 : parsePositive("--settle", text);
+      options.settleSeconds = text == "never" ? kSettleNever
+                              : text == "0"   ? 0.0
+                                              : parsePositive("--settle", text);
     } else if (matches(arg, "--bind-to", false)) {
       std::string how = valueOf(arg, "--bind-to");
       if (how != "core" && how != "none") {

@@ -1,12 +1,16 @@
 // braidrun's command line.
 #pragma once
 
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace braid::braidrun {
+
+/// --settle never.
+inline constexpr double kSettleNever = std::numeric_limits<double>::infinity();
 
 /// What to launch and how.
 struct LaunchOptions {
@@ -17,7 +21,8 @@ struct LaunchOptions {
   std::string hostAddr = "127.0.0.1";  ///< --host-addr: MASTER_ADDR
   double graceSeconds = 3;             ///< --grace: SIGTERM to SIGKILL when stopping ranks
   /// --settle: after a rank fails, seconds the others get to end on their own (braid tells them
-  /// at once; they fail and write their flight-recorder dumps) before they are sent SIGTERM.
+  /// at once; they fail and write their flight-recorder dumps) before they are sent SIGTERM;
+  /// kSettleNever (--settle never): they are not stopped, the job ends when they do.
   double settleSeconds = 1;
   /// --bind-to core|none: pin rank i to the i-th CPU braidrun may use. Unset: core when the
   /// ranks fit the CPUs (as mpirun does), none when they outnumber them.

@@ -15,12 +15,12 @@ void WorkerEpoch::toStats(double (&s)[8]) const {
                        testSeen,
                        seconds,
                        waitSeconds,
-                       0};
+                       computeSeconds};
   std::copy(v, v + 8, s);
 }
 
 WorkerEpoch WorkerEpoch::fromStats(const double (&s)[8]) {
-  return WorkerEpoch{{s[0], s[1], s[2]}, s[3], s[4], s[5], s[6]};
+  return WorkerEpoch{{s[0], s[1], s[2]}, s[3], s[4], s[5], s[6], s[7]};
 }
 
 void StalenessStats::add(int64_t staleness, bool wasApplied) {
@@ -49,17 +49,21 @@ std::vector<EpochStats> EpochCollector::takeComplete() {
     }
     if (!complete || e.reports.empty()) break;
     WorkerEpoch sum;
-    double busySeconds = 0;  // summed over the workers
+    StepTimes times;  // summed over the workers
     for (const auto& [worker, r] : e.reports) {
       sum.train += r.train;
       sum.testCorrect += r.testCorrect;
       sum.testSeen += r.testSeen;
       sum.seconds = std::max(sum.seconds, r.seconds);  // the workers run side by side
-      sum.waitSeconds += r.waitSeconds;
-      busySeconds += r.seconds;
+      times.stepSeconds += r.seconds;
+      times.computeSeconds += r.computeSeconds;
+      times.waitSeconds += r.waitSeconds;
     }
-    EpochStats s = epochStatsFromSums(next_ + 1, e.steps, sum.train, sum.seconds, busySeconds,
-                                      sum.waitSeconds);
+    times.steps = e.steps;
+    times.samples = static_cast<int64_t>(sum.train.samples);
+    EpochStats s = epochStatsFromSums(next_ + 1, e.steps, sum.train, sum.seconds, times.stepSeconds,
+                                      times.waitSeconds);
+    s.times = times;
     s.testAcc = sum.testSeen > 0 ? sum.testCorrect / sum.testSeen : 0.0;
     const StalenessStats& st = e.staleness;
     s.extraConsole = fmt::format("  staleness mean {:.2f} max {}  rejected {}  workers {}",

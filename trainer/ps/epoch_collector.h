@@ -18,6 +18,8 @@ struct WorkerEpoch {
   double testSeen = 0;
   double seconds = 0;      ///< training time of the epoch (evaluation excluded)
   double waitSeconds = 0;  ///< of which blocked on the servers
+  /// of which in forward and backward (recomputations after a rejected push included)
+  double computeSeconds = 0;
 
   void toStats(double (&stats)[8]) const;
   static WorkerEpoch fromStats(const double (&stats)[8]);
@@ -49,7 +51,9 @@ class EpochCollector {
   /// The epochs (0-based) complete now that were not returned before, as EpochStats (steps:
   /// optimizer steps of server 0 from the epoch's gradients; seconds: the slowest worker's;
   /// comm wait: the workers' time blocked on the servers over their training time; the
-  /// staleness in extraConsole / extraJson).
+  /// performance monitor's times summed over the workers: step = their training time, compute,
+  /// wait, no overlap (a worker waits for its reply before its next batch) and no all-reduce;
+  /// the staleness in extraConsole / extraJson).
   std::vector<EpochStats> takeComplete();
 
  private:

@@ -103,15 +103,17 @@ class Worker {
       sampler.restore({static_cast<uint64_t>(epoch),
                        static_cast<uint64_t>(position - static_cast<int64_t>(epoch) * perEpoch)});
       BatchSums sums;
-      double waitSeconds = 0;
+      double waitSeconds = 0, computeSeconds = 0;
       const auto epochStart = Clock::now();
       while (sampler.next(indices)) {
         std::vector<int> to = everyServer;
         BatchSums scratch;  // a recomputation after a rejection is not counted twice
         for (bool first = true; !to.empty(); first = false) {
+          const auto c0 = Clock::now();
           model_.store.zeroGrads();
           forwardBackward(model_, train, indices, o.accum, 1.0f, {}, buffers,
                           first ? sums : scratch);
+          computeSeconds += secondsSince(c0);
           const auto t0 = Clock::now();
           to = exchange(PsKind::kPush, to, model_.store.grads(), sampler.state());
           waitSeconds += secondsSince(t0);
@@ -128,7 +130,8 @@ class Worker {
       PsHeader h;
       h.kind = PsKind::kEpochStats;
       h.epoch = epoch;
-      WorkerEpoch{sums, eval.correct, eval.seen, seconds, waitSeconds}.toStats(h.stats);
+      WorkerEpoch{sums, eval.correct, eval.seen, seconds, waitSeconds, computeSeconds}.toStats(
+          h.stats);
       notify(0, h);
     }
     PsHeader done;

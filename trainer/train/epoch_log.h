@@ -27,7 +27,7 @@ struct EpochStats {
   double lossScale = 1;      ///< fp16: the loss scale at the end of the epoch (fp32: 1)
   /// The performance monitor's sums over the epoch's steps (rank 0's; ddp and pipeline): the
   /// console line shows compute / overlap shares and all-reduce bytes/s, the logs every field
-  /// (empty CSV cells and JSON nulls without it, e.g. ps).
+  /// (empty CSV cells and JSON nulls without it).
   std::optional<StepTimes> times;
   /// A strategy's own fields: appended to the console line, and (a JSON object's text, "" for
   /// none) merged into the epoch's JSON row; the CSV log leaves them out.

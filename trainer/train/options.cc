@@ -90,7 +90,8 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--accum", o.accum, "micro-batches per step (gradient accumulation)")
       ->capture_default_str();
-  app.add_option("--log", o.logPath, "per-epoch log file, .csv or .json");
+  app.add_option("--log", o.logPath,
+                 "per-epoch log file, .csv or .json (with --report scaling: the report's table)");
   app.add_option("--log-steps", o.stepLogPath,
                  "rank 0 writes one JSON line per optimizer step to FILE (timing, bytes; ddp and "
                  "pipeline)");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "trainer/train/scaling_log.h"
 
 extern char** environ;
 
@@ -161,21 +162,31 @@ ScalingRow scalingRowFromLog(const std::string& jsonText, int ranks, const std::
   return row;
 }
 
+std::vector<ScalingFigures> scalingFigures(const std::vector<ScalingRow>& rows) {
+  std::vector<ScalingFigures> out;
+  for (const ScalingRow& r : rows) {
+    const ScalingRow& base = rows.front();
+    ScalingFigures f;
+    f.speedup = base.samplesPerSec > 0 ? r.samplesPerSec / base.samplesPerSec : 0.0;
+    f.efficiency = f.speedup * base.ranks / r.ranks;
+    out.push_back(f);
+  }
+  return out;
+}
+
 std::string formatScalingTable(const std::vector<ScalingRow>& rows) {
   std::string out =
       fmt::format("{:>5}  {:>10}  {:>8}  {:>10}  {:>10}  {:>13}\n", "ranks", "samples/s", "speedup",
                   "efficiency", "comm share", "overlap share");
-  if (rows.empty()) return out;
-  const ScalingRow& base = rows.front();
   const auto percent = [](double share) {
     return share < 0 ? std::string("-") : fmt::format("{:.1f}%", 100 * share);
   };
-  for (const ScalingRow& r : rows) {
-    const double speedup = base.samplesPerSec > 0 ? r.samplesPerSec / base.samplesPerSec : 0.0;
-    const double efficiency = speedup * base.ranks / r.ranks;
+  const std::vector<ScalingFigures> figures = scalingFigures(rows);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ScalingRow& r = rows[i];
     out += fmt::format("{:>5}  {:>10.0f}  {:>7.2f}x  {:>10}  {:>10}  {:>13}\n", r.ranks,
-                       r.samplesPerSec, speedup, percent(efficiency), percent(r.commShare),
-                       percent(r.overlapShare));
+                       r.samplesPerSec, figures[i].speedup, percent(figures[i].efficiency),
+                       percent(r.commShare), percent(r.overlapShare));
   }
   return out;
 }
@@ -194,6 +205,7 @@ void runScalingReport(int argc, const char* const* argv, const TrainOptions& o, 
                 ec.message());
   const fs::path braidrun = findBraidrun(o.braidrun, self);
   const std::vector<std::string> training = trainingArgs(argc, argv);
+  if (!o.logPath.empty()) writeScalingLog(o.logPath, {});  // unwritable: fail before the runs
   ScratchDir scratch;
   std::vector<ScalingRow> rows;
   for (int n : o.reportRanks) {
@@ -216,6 +228,7 @@ void runScalingReport(int argc, const char* const* argv, const TrainOptions& o, 
     fmt::print(out, "{}", formatScalingTable(rows));
     std::fflush(out);
   }
+  if (!o.logPath.empty()) writeScalingLog(o.logPath, rows);
 }
 
 }  // namespace braid::trainer

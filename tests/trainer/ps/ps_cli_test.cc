@@ -135,6 +135,18 @@ TEST_F(PsCli, AsyncLogsTheStalenessOfEveryUpdateAndBoundsIt) {
     EXPECT_LE(e["staleness_max"].get<int64_t>(), 1);
     EXPECT_EQ(e["workers_reporting"], 3);
     logged += e["gradients_applied"].get<int64_t>() + e["gradients_rejected"].get<int64_t>();
+    // The performance monitor's fields, summed over the workers: compute and wait are disjoint
+    // parts of each worker's training time; nothing overlaps and nothing is all-reduced.
+    SCOPED_TRACE(e.dump());
+    const double step = e["step_seconds"], compute = e["compute_seconds"];
+    const double wait = e["comm_wait_seconds"];
+    EXPECT_GT(compute, 0);
+    EXPECT_GT(wait, 0);
+    EXPECT_LE(compute + wait, step + 1e-6);
+    EXPECT_NEAR(e["comm_wait_share"].get<double>(), wait / step, 1e-9);
+    EXPECT_NEAR(e["compute_share"].get<double>(), compute / step, 1e-9);
+    EXPECT_EQ(e["overlap_seconds"].get<double>(), 0.0);
+    EXPECT_EQ(e["allreduce_bytes"].get<double>(), 0.0);
   }
   EXPECT_EQ(logged, lines);
   // It learns: the second epoch's loss is below the first's, and the test accuracy is sane.

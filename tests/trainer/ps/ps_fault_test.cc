@@ -18,15 +18,15 @@ namespace fs = std::filesystem;
 class PsFaults : public PsRun {
  protected:
   /// An async job of 4 ranks (--ps `servers`) long enough to be killed in: 2 epochs of 30,000
-  /// samples. braidrun's --settle is long so it does not stop the survivors itself: what they
-  /// do is braid-train's. `extra` adds flags.
+  /// samples. braidrun runs with --settle never, as the README's async commands do, so it does
+  /// not stop the survivors itself: what they do is braid-train's. `extra` adds flags.
   std::string asyncJob(int servers, const std::string& extra) const {
     return train(4,
                  "--strategy ps --mode async --ps " + std::to_string(servers) +
                      " --optimizer adam --batch 96 --limit-train 30000 --limit-test 300 "
                      "--epochs 2 --staleness-log " +
                      path("staleness.jsonl") + " " + extra,
-                 "--settle 100");
+                 "--settle never");
   }
 
   /// Each of `ranks` printed braid-train's error line (so it exited with status 1), and that
@@ -91,7 +91,7 @@ TEST_F(PsFaults, SyncKilledWorkerEndsEveryRankNamingIt) {
                                 "--limit-train 30000 --limit-test 300 --epochs 2 "
                                 "--staleness-log " +
                                     path("staleness.jsonl"),
-                                "--settle 100");
+                                "--settle never");
   double after = 0;
   const int code = killRankMidRun(job, 2, 150, log, &after);
   const std::string out = readText(log);

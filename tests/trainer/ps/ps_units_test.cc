@@ -54,7 +54,8 @@ TEST(PsMessage, HeaderAndPayloadRoundTrip) {
 }
 
 WorkerEpoch report(double samples, double seconds) {
-  return WorkerEpoch{{samples * 0.5, samples / 2, samples}, 10, 20, seconds, seconds / 4};
+  return WorkerEpoch{
+      {samples * 0.5, samples / 2, samples}, 10, 20, seconds, seconds / 4, seconds / 2};
 }
 
 TEST(EpochCollector, AnEpochIsCompleteWhenEveryWorkerReportedOrIsGone) {
@@ -79,6 +80,15 @@ TEST(EpochCollector, AnEpochIsCompleteWhenEveryWorkerReportedOrIsGone) {
   EXPECT_DOUBLE_EQ(s.testAcc, 0.5);
   EXPECT_DOUBLE_EQ(s.samplesPerSec, 200.0 / 4);  // the slowest worker's time
   EXPECT_DOUBLE_EQ(s.commWaitShare, 0.25);       // each worker waited a quarter of its time
+  // The performance monitor's fields, summed over the workers that reported (2 s and 4 s).
+  ASSERT_TRUE(s.times.has_value());
+  EXPECT_EQ(s.times->steps, 2);
+  EXPECT_EQ(s.times->samples, 200);
+  EXPECT_DOUBLE_EQ(s.times->stepSeconds, 6.0);
+  EXPECT_DOUBLE_EQ(s.times->computeSeconds, 3.0);
+  EXPECT_DOUBLE_EQ(s.times->waitSeconds, 1.5);
+  EXPECT_DOUBLE_EQ(s.times->overlapSeconds, 0.0);
+  EXPECT_EQ(s.times->allReduceBytes, 0);
   EXPECT_NE(s.extraConsole.find("staleness mean 3.00 max 4  rejected 1  workers 2"),
             std::string::npos)
       << s.extraConsole;
@@ -89,6 +99,16 @@ TEST(EpochCollector, AnEpochIsCompleteWhenEveryWorkerReportedOrIsGone) {
   c.report(2, 1, report(50, 1));
   ASSERT_EQ(c.takeComplete().size(), 1u);
   EXPECT_TRUE(c.takeComplete().empty()) << "each epoch comes out once";
+}
+
+TEST(EpochCollector, WorkerReportsRoundTripThroughTheHeader) {
+  double stats[8];
+  report(100, 2).toStats(stats);
+  const WorkerEpoch back = WorkerEpoch::fromStats(stats);
+  EXPECT_DOUBLE_EQ(back.train.samples, 100);
+  EXPECT_DOUBLE_EQ(back.seconds, 2);
+  EXPECT_DOUBLE_EQ(back.waitSeconds, 0.5);
+  EXPECT_DOUBLE_EQ(back.computeSeconds, 1);
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 
 #include "common/error.h"
 #include "tests/trainer/support/train_runs.h"
+#include "trainer/train/scaling_log.h"
 #include "trainer/train/scaling_report.h"
 
 namespace {
 
 using namespace braid::trainer::testruns;  // NOLINT(google-build-using-namespace)
 using braid::trainer::formatScalingTable;
+using braid::trainer::scalingLogText;
 using braid::trainer::ScalingRow;
 using braid::trainer::scalingRowFromLog;
 using nlohmann::json;
@@ -178,12 +180,15 @@ TEST_F(Monitor, BadFlagsAreRefused) {
               "--log-steps is for --strategy ddp or pipeline");
   expectError("--log-steps /nonexistent-dir/s.jsonl " + kBase,
               "cannot write the step log '/nonexistent-dir/s.jsonl'");
+  expectError("--report scaling --log /nonexistent-dir/s.json " + kBase,
+              "cannot write the scaling log '/nonexistent-dir/s.json'");
 }
 
-// The table's rows come from the runs' logs: 1 rank is the baseline (speedup 1.00x, 100%).
+// The table's rows come from the runs' logs: 1 rank is the baseline (speedup 1.00x, 100%);
+// --log keeps the table (the runs' own logs are the report's).
 TEST_F(Monitor, ReportScalingPrintsOneAndTwoRanks) {
   const RunResult r = run(
-      trainCommand(1, kBase + "--report scaling --report-ranks 1,2 --log " + path("ignored.json")),
+      trainCommand(1, kBase + "--report scaling --report-ranks 1,2 --log " + path("scaling.json")),
       120);
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("ranks   samples/s   speedup  efficiency  comm share  overlap share"),
@@ -192,7 +197,20 @@ TEST_F(Monitor, ReportScalingPrintsOneAndTwoRanks) {
   EXPECT_NE(r.output.find("\n    1  "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("\n    2  "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("1.00x      100.0%"), std::string::npos) << r.output;
-  EXPECT_FALSE(std::filesystem::exists(path("ignored.json")));  // the report logs elsewhere
+  const json log = readJson(path("scaling.json"));
+  ASSERT_EQ(log["scaling"].size(), 2u) << log.dump();
+  const json& one = log["scaling"][0];
+  const json& two = log["scaling"][1];
+  EXPECT_EQ(one["ranks"], 1);
+  EXPECT_EQ(two["ranks"], 2);
+  EXPECT_DOUBLE_EQ(one["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(one["efficiency"].get<double>(), 1.0);
+  EXPECT_GT(two["samples_per_s"].get<double>(), 0);
+  EXPECT_NEAR(two["speedup"].get<double>(),
+              two["samples_per_s"].get<double>() / one["samples_per_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(two["efficiency"].get<double>(), two["speedup"].get<double>() / 2, 1e-9);
+  EXPECT_TRUE(two["comm_share"].is_number()) << log.dump();
+  EXPECT_TRUE(two["overlap_share"].is_number()) << log.dump();
 }
 
 // A run that fails is named by its rank count, with its own error from its stderr.
@@ -218,6 +236,24 @@ TEST(ScalingTable, EfficiencyIsAgainstTheSmallestRun) {
   EXPECT_NE(table.find("    4        2000     2.00x       50.0%           -              -"),
             std::string::npos)
       << table;
+}
+
+// The log holds the table's figures; a run without monitor fields (ps) has null / empty shares.
+TEST(ScalingTable, LogCarriesTheTablesFigures) {
+  const std::vector<ScalingRow> rows = {{1, 1000, 0.01, 0}, {2, 1500, 0.2, 0.1}, {4, 2000, -1, -1}};
+  const json doc = json::parse(scalingLogText(rows, /*json=*/true));
+  ASSERT_EQ(doc["scaling"].size(), 3u);
+  EXPECT_DOUBLE_EQ(doc["scaling"][1]["speedup"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(doc["scaling"][1]["efficiency"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(doc["scaling"][1]["comm_share"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(doc["scaling"][2]["efficiency"].get<double>(), 0.5);
+  EXPECT_TRUE(doc["scaling"][2]["comm_share"].is_null());
+  EXPECT_TRUE(doc["scaling"][2]["overlap_share"].is_null());
+  EXPECT_EQ(scalingLogText(rows, /*json=*/false),
+            "ranks,samples_per_s,speedup,efficiency,comm_share,overlap_share\n"
+            "1,1000.0,1.000000,1.000000,0.010000,0.000000\n"
+            "2,1500.0,1.500000,0.750000,0.200000,0.100000\n"
+            "4,2000.0,2.000000,0.500000,,\n");
 }
 
 TEST(ScalingTable, RowSumsTheLogsEpochs) {
