@@ -39,7 +39,10 @@ def run_once(args, build, out_json, extra=None):
     if r.returncode != 0:
         sys.exit(f"run failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     with open(out_json) as f:
-        return json.load(f), " ".join(cmd)
+        data = json.load(f)
+    if data.get("wrong_total", 0):
+        sys.exit(f"run had {data['wrong_total']} wrong elements: {' '.join(cmd)}\n{r.stdout}")
+    return data, " ".join(cmd)
 
 def before_medians(befores, placement):
     """size -> (median out-of-place us, rounds) of the --before build's rounds in `placement`
@@ -60,7 +63,10 @@ def run_ideal(args, build, out_json):
     if r.returncode != 0:
         sys.exit(f"ideal failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
     with open(out_json) as f:
-        return json.load(f), " ".join(cmd)
+        data = json.load(f)
+    if data.get("wrong_total", 0):
+        sys.exit(f"run had {data['wrong_total']} wrong elements: {' '.join(cmd)}\n{r.stdout}")
+    return data, " ".join(cmd)
 
 def ideal_medians(ideals, placement):
     """size -> (median ideal us, rounds) over the ideal's rounds whose own probe saw `placement`
