@@ -52,8 +52,8 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   }
   // Drive the queue here until every peer's hello arrived: then both directions work.
   while (true) {
-    drainQueue(8);
-    flushControl();
+    test(8);
+    flushNet();
     std::string missing;
     for (auto& peer : peers_) {
       if (!peer) continue;
@@ -77,7 +77,9 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   }
   const Clock::time_point now = Clock::now();
   for (auto& peer : peers_) {
-    if (peer) peer->lastHeard = peer->lastSent = now;
+    if (!peer) continue;
+    peer->lastHeard = peer->lastSent = now;
+    peer->checkPid = peer->hello.local;
   }
   connected_ = true;
 }
