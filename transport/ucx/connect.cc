@@ -84,8 +84,9 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
            "rank {}: ucx connect timed out waiting for the hello of peer rank(s) {} (UCX_TLS={})",
            rank, missing, tls_.empty() ? "unset" : tls_);
     }
-    if (ucx().ucp_worker_progress(worker_) == 0)
-      sleepOnWorker(std::min(deadline.millisLeft(), 10), nullptr);
+    if (ucx().ucp_worker_progress(worker_) == 0) {
+      pollWorker(ucx().ucp_worker_arm(worker_), std::min(deadline.millisLeft(), 10));
+    }
   }
   for (auto& peer : peers_) {
     if (peer) peer->checkPid = !peer->peerErrors && peer->hello.local;
