@@ -190,11 +190,19 @@ class ChannelEndpoint
     recordAbort(peer.rank, reason.substr(0, net::kMaxAbortReason));
     ringDoorbell();
   }
-  /// A control message from `peer` (decoded): credit, abort and heartbeat are taken here; false
-  /// for the backend's own types (hello, ofi's region).
+  /// A control message from `peer` (decoded): hello, credit, abort and heartbeat are taken here;
+  /// false for the backend's own types (ofi's region).
   bool takeControl(Peer& peer, const net::ControlHeader& h, const char* payload, size_t bytes) {
     peer.lastHeard = Clock::now();
     switch (h.type) {
+      case net::kHello: {
+        std::string why;
+        if (!net::takeHello(payload, bytes, config_, hostId_, pidNamespace_, &peer.hello, &why)) {
+          BRAID_WARN("rank {}: {}: ignoring a hello claiming to be from rank {}: {}", config_.rank,
+                     kindName_, peer.rank, why);
+        }
+        return true;
+      }
       case net::kCredit:
         onCredit(peer, h.channel, h.value);
         return true;
@@ -206,6 +214,14 @@ class ChannelEndpoint
       default:
         return false;
     }
+  }
+
+  /// Sends `peer` this rank's hello (job id, secret, pid, host; ucx and ofi at connect: the peer's
+  /// liveness checks and the trust in its messages hang on it; verbs publishes the same in its
+  /// address instead).
+  void sendHello(Peer& peer) {
+    this->control(peer, net::kHello,
+                  net::helloPayload(config_, peer.rank, hostId_, pidNamespace_));
   }
 
   /// The pump of (peer, channel): see the argument on top. True if anything moved.

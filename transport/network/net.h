@@ -73,7 +73,8 @@ class Net {
   /// may have messages up to count + K - 1 in flight. By message (ucx: an active message; ofi:
   /// a control message) or by remote write into the sender's control block (verbs).
   virtual Issue credit(Peer& peer, int channel, uint64_t count) = 0;
-  /// A control message: kAbort (payload: this rank's reason) or kHeartbeat (none).
+  /// A control message: kAbort (payload: this rank's reason), kHeartbeat (none) or kHello (the
+  /// hello payload; ucx and ofi at connect).
   virtual Issue control(Peer& peer, ControlType type, const std::string& payload) = 0;
   /// test, for every request at once: reads the completions (at most `rounds` batches) and
   /// hands them to the endpoint (sent, onArrived, onWritten, onCredit, takeControl); true if

@@ -106,7 +106,6 @@ class OfiTransport final : public OfiBase {
   void onCompletion(OpContext& op, size_t length);
   void onError(const fi_cq_err_entry& error);
   void onControl(const char* data, size_t length);
-  void onHello(int from, const char* data, size_t bytes);
   /// A peer's remote write filled one of our receive slots (the RMA path's immediate `data`).
   void onRemoteWrite(uint64_t data);
   /// Tells `peer` where its writes go: a kRegion per channel (the RMA path).

@@ -170,11 +170,8 @@ void OfiTransport::onControl(const char* data, size_t length) {
   PeerState& peer = *peers_[h.rank];
   const char* payload = data + sizeof(ControlHeader);
   const size_t bytes = length - sizeof(ControlHeader);
-  if (takeControl(peer, h, payload, bytes)) return;  // credit, abort, heartbeat
+  if (takeControl(peer, h, payload, bytes)) return;  // hello, credit, abort, heartbeat
   switch (h.type) {
-    case kHello:
-      onHello(h.rank, payload, bytes);
-      return;
     case kRegion: {
       uint64_t address = 0;
       if (h.channel >= static_cast<uint32_t>(config_.channels) || bytes != sizeof address ||

@@ -199,13 +199,8 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
   const ControlHeader& h = *decoded;
   PeerState& peer = *peers_[h.rank];
   const char* text = static_cast<const char*>(data);
-  if (takeControl(peer, h, text, bytes)) return;  // credit, abort, heartbeat
-  switch (h.type) {
-    case kHello:
-      onHello(h.rank, text, bytes);
-      return;
-    default:
-      markDead(peer, fmt::format("unknown control message type {}", h.type), true);
+  if (!takeControl(peer, h, text, bytes)) {  // hello, credit, abort, heartbeat
+    markDead(peer, fmt::format("unknown control message type {}", h.type), true);
   }
 }
 

@@ -103,7 +103,6 @@ class UcxTransport final : public UcxBase {
   void pollWorker(ucs_status_t armed, int timeoutMillis);
   void sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
                    std::string payload);
-  void onHello(int from, const char* data, size_t bytes);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
