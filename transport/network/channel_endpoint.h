@@ -1,6 +1,6 @@
 // The one channel endpoint of the network backends over net.h's calls (ucx, ofi, verbs): the
 // pump that issues posted sends, re-posts released receives and returns credits, written once;
-// credits, aborts and heartbeats taken from the wire; the user-driven progress (a user that posts
+// the hello, credits, aborts and heartbeats taken from the wire; the user-driven progress (a user that posts
 // or releases runs the pump itself; one that finds nothing reads the queue if no one holds it);
 // the progress thread's hooks; a local peer dead by pid once the queue went quiet; the teardown's
 // wait for sends.
