@@ -237,7 +237,8 @@ TEST_F(Verbs, RanksWithDifferentQueuePairCountsAreRefused) {
 }
 
 // A peer in another pid namespace cannot be checked by pid: its death must show as a failed write
-// (the heartbeat gets no acknowledgement: IBV_WC_RETRY_EXC_ERR), the way a vanished host does.
+// (the slot's or the heartbeat's, unacknowledged: IBV_WC_RETRY_EXC_ERR, the way a vanished host
+// does; or the slot's refused by rxe while the dead process's memory goes: IBV_WC_REM_ACCESS_ERR).
 // Rank 1 runs as pid 1 of a new pid namespace (root only: the rxe guest), killed with its parent.
 // Where BRAID_DEBUG_FILE is set (verbs-suite does), the log line must name rank, peer, operation,
 // bytes and the status.
@@ -298,17 +299,22 @@ TEST_F(Verbs, APeerThatCannotBeCheckedByPidIsSeenDeadByAFailedWrite) {
     const std::string status =
         " failed: transport retry counter exceeded (no acknowledgement within BRAID_VERBS_TIMEOUT "
         "x BRAID_VERBS_RETRY: the peer is gone or unreachable";
-    const std::string write = lost +
-                              "writing a slot (RDMA_WRITE_WITH_IMM) of 164 bytes on channel 0 to "
-                              "peer rank 1" +
-                              status;
+    // rxe may also answer the write with a NAK while the killed process's registrations are torn
+    // down before its queue pair (seen about once in 20 runs of the guest).
+    const std::string refused =
+        " failed: remote access error (the peer refused the write (key or address)";
+    const std::string slotWrite =
+        lost + "writing a slot (RDMA_WRITE_WITH_IMM) of 164 bytes on channel 0 to peer rank 1";
+    const std::string write = slotWrite + status;
     const std::string heartbeat =
         lost + "a control write (credit, abort or heartbeat) of 0 bytes to peer rank 1" + status;
     EXPECT_TRUE(text.str().find(write) != std::string::npos ||
-                text.str().find(heartbeat) != std::string::npos)
-        << "neither '" << write << "' nor the heartbeat's failure in " << path;
-    RecordProperty("failed_write",
-                   text.str().find(write) != std::string::npos ? "slot" : "heartbeat");
+                text.str().find(heartbeat) != std::string::npos ||
+                text.str().find(slotWrite + refused) != std::string::npos)
+        << "neither '" << write << "' nor the heartbeat's failure nor a refused write in " << path;
+    RecordProperty("failed_write", text.str().find(write) != std::string::npos       ? "slot"
+                                   : text.str().find(heartbeat) != std::string::npos ? "heartbeat"
+                                                                                     : "refused");
   }
 }
 

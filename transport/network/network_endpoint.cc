@@ -59,6 +59,7 @@ Deadline NetworkEndpoint::drainLimit() const {
 
 void NetworkEndpoint::markDead(NetworkPeer& peer, const std::string& why, bool protocolError) {
   if (peer.dying.exchange(true)) return;  // a user thread may get here too (inline flush)
+  peer.reason = why;
   // The cause first, then the death: whoever sees the peer dead also sees why (peerAbort()).
   aborts_.peerGone(config_.rank, peer.rank, kindName_, why, protocolError, stopping());
   peer.alive.store(false);

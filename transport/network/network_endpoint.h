@@ -35,6 +35,7 @@ struct NetworkPeer {
   int rank = -1;
   std::atomic<bool> alive{true};
   std::atomic<bool> dying{false};  ///< markDead's once: set first, `alive` cleared last
+  std::string reason;  ///< why it died: written by markDead before `alive` turns false
 };
 
 /// How the progress loop spins before it sleeps: at least `polls` empty rounds and `time` since

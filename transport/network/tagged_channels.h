@@ -2,7 +2,8 @@
 // pre-posted for it (ucx, ofi): K slots of SlotHeader + payload per channel and the credit
 // counters. A sender posts at most K messages not yet released by the receiver; the receiver
 // re-posts a slot's receive when it is released and sends the cumulative released count back as
-// a credit. Who issues sends and re-posts receives is the backend's `Owner`:
+// a credit. Who issues sends and re-posts receives is the backend's `Owner` (a ChannelEndpoint,
+// channel_endpoint.h, whose pump does it over net.h's calls):
 //   owner->flushSoon(peer, channel)   after a post or a release (the user's thread);
 //   owner->pollSoon()                 tryAcquire/tryPeek found nothing (may progress once);
 //   owner->slotsAllocated(buf, n, r)  a channel's slot memory exists (ofi registers it; `r`: the
@@ -181,7 +182,8 @@ class TaggedRecvChannel final : public RecvChannel, public TaggedSlots<Owner, Pe
 
   alignas(64) std::atomic<uint64_t> arrived_{0};   // written by the owner of the network
   alignas(64) std::atomic<uint64_t> released_{0};  // written by the user
-  uint64_t reposted_ = 0;                          // owner of the network: receives re-posted
+  uint64_t reposted_ = 0;  // owner of the network: receives re-armed (net.h's irecv took them)
+  uint64_t returned_ = 0;  // owner of the network: the count the last credit sent said
 };
 
 /// A kCredit control message `h` for this rank's send channels `sends` (by peer rank x

@@ -18,13 +18,10 @@
 
 namespace braid::transport::ofi {
 
-/// One peer. `alive` is read by any thread; the rest belongs to mutex_'s holder
-/// (hello fields are written before connectPeers() returns and only read afterwards).
-struct PeerState : NetworkPeer {
+/// One peer (net::ChannelPeer: liveness, hello, last heard and sent). `alive` is read by any
+/// thread; the rest belongs to mutex_'s holder.
+struct PeerState : net::ChannelPeer {
   fi_addr_t address = FI_ADDR_UNSPEC;  // in the address vector, once connectPeers inserted it
-  net::PeerHello hello;  // what its hello said (local: same host and pid namespace)
-  Clock::time_point lastHeard{};  // any message from it arrived
-  Clock::time_point lastSent{};   // any message to it was issued
   /// The RMA path: where our writes to it go, per channel (its kRegion messages).
   struct Region {
     uint64_t address = 0;  // of slot 0: a virtual address or an offset (FI_MR_VIRT_ADDR or not)

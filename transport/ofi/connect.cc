@@ -47,13 +47,13 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
                   "(provider {})",
                   rank, peer->rank, published->address.size(),
                   inserted < 0 ? fiError(-inserted) : "not inserted", provider_.name);
-    sendControl(*peer, kHello, 0, 0, net::helloPayload(config_, peer->rank, hostId_, pidNamespace_));
+    sendHello(*peer);
     if (useRma_) sendRegions(*peer);
   }
   // Drive the queue here until every peer's hello arrived: then both directions work.
   while (true) {
-    drainQueue(8);
-    flushControl();
+    test(8);
+    flushNet();
     std::string missing;
     for (auto& peer : peers_) {
       if (!peer) continue;
@@ -77,7 +77,9 @@ void OfiTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   }
   const Clock::time_point now = Clock::now();
   for (auto& peer : peers_) {
-    if (peer) peer->lastHeard = peer->lastSent = now;
+    if (!peer) continue;
+    peer->lastHeard = peer->lastSent = now;
+    peer->checkPid = peer->hello.local;
   }
   connected_ = true;
 }
@@ -92,14 +94,6 @@ void OfiTransport::sendRegions(PeerState& peer) {
     const uint64_t address = virtualAddresses ? reinterpret_cast<uintptr_t>(channel.buffer_.get()) : 0;
     std::string payload(reinterpret_cast<const char*>(&address), sizeof address);
     sendControl(peer, kRegion, static_cast<uint32_t>(c), fi_mr_key(mr), payload);
-  }
-}
-
-void OfiTransport::onHello(int from, const char* data, size_t bytes) {
-  std::string why;
-  if (!net::takeHello(data, bytes, config_, hostId_, pidNamespace_, &peers_[from]->hello, &why)) {
-    BRAID_WARN("rank {}: ofi: ignoring a hello claiming to be from rank {}: {}", config_.rank,
-               from, why);
   }
 }
 

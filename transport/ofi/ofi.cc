@@ -47,8 +47,7 @@ constexpr int kControlRecvsPerPeer = 8;
 }  // namespace
 
 OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
-    : QueueEndpoint(config, "ofi", SpinPolicy{0, kSpin}, 1), provider_(chooseProvider()) {
-  peers_.resize(static_cast<size_t>(config.size));
+    : ChannelEndpoint(config, "ofi", SpinPolicy{0, kSpin}, 1), provider_(chooseProvider()) {
   const int rank = config.rank;
   BRAID_ENFORCE(
       config.size <= kMaxRanks && config.channels <= kMaxChannels && config.slots <= kMaxSlots,
@@ -57,10 +56,10 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
       config.size, config.channels, config.slots);
   BRAID_ENFORCE(provider_.usable, ErrorCode::kInvalidUsage, "rank {}: ofi: {}", rank,
                 provider_.why);
-  peerTimeout_ = envDouble("BRAID_OFI_PEER_TIMEOUT", 30);
-  BRAID_ENFORCE(peerTimeout_ > 0, ErrorCode::kInvalidUsage,
+  liveness_ = {envDouble("BRAID_OFI_PEER_TIMEOUT", 30), "message", "BRAID_OFI_PEER_TIMEOUT"};
+  BRAID_ENFORCE(liveness_.seconds > 0, ErrorCode::kInvalidUsage,
                 "rank {}: BRAID_OFI_PEER_TIMEOUT={} is not a positive number of seconds", rank,
-                peerTimeout_);
+                liveness_.seconds);
   try {
     openFabric();
     int ofiPeers = 0;
@@ -83,25 +82,18 @@ OfiTransport::OfiTransport(const EndpointConfig& config, KeyValue& kv)
                     "rank {}: ofi: the provider {} took only {} control receives", rank,
                     provider_.name, i);
     }
-    sends_.resize(static_cast<size_t>(config.size) * config.channels);
-    recvs_.resize(static_cast<size_t>(config.size) * config.channels);
-    for (int p = 0; p < config.size; ++p) {
-      if (!peers_[p]) continue;
-      for (int c = 0; c < config.channels; ++c) {
-        size_t i = static_cast<size_t>(p) * config.channels + c;
-        sends_[i] = std::make_unique<OfiSendChannel>(this, peers_[p].get(), config, c);
-        recvs_[i] = std::make_unique<OfiRecvChannel>(this, peers_[p].get(), config, c);
-        for (int s = 0; s < config.slots; ++s) {
-          if (useRma_) {  // peers write into the slots: nothing to post
-            recvs_[i]->slots_[s].posted = true;
-            continue;
-          }
-          postRecv(*recvs_[i], static_cast<uint32_t>(s));
-          BRAID_ENFORCE(recvs_[i]->slots_[s].posted, ErrorCode::kSystemError,
-                        "rank {}: ofi: the provider {} refused the receive for peer rank {} "
-                        "channel {} slot {} (receive queue size {})",
-                        rank, provider_.name, p, c, s, info_->rx_attr->size);
+    addChannels();
+    for (auto& rc : recvs_) {
+      for (int s = 0; rc && s < config.slots; ++s) {
+        if (useRma_) {  // peers write into the slots: nothing to post
+          rc->slots_[s].posted = true;
+          continue;
         }
+        irecv(*rc, static_cast<uint32_t>(s));
+        BRAID_ENFORCE(rc->slots_[s].posted, ErrorCode::kSystemError,
+                      "rank {}: ofi: the provider {} refused the receive for peer rank {} "
+                      "channel {} slot {} (receive queue size {})",
+                      rank, provider_.name, rc->peer(), rc->channel_, s, info_->rx_attr->size);
       }
     }
     pidNamespace_ = pidNamespace();

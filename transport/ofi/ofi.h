@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/network/queue_endpoint.h"
+#include "transport/network/channel_endpoint.h"
 #include "transport/network/tagged_channels.h"
 #include "transport/ofi/provider.h"
 #include "transport/transport.h"
@@ -33,7 +33,7 @@ struct SendSlot;
 struct RecvSlot;
 using OfiSendChannel = TaggedSendChannel<OfiTransport, PeerState, SendSlot>;
 using OfiRecvChannel = TaggedRecvChannel<OfiTransport, PeerState, RecvSlot>;
-using OfiBase = QueueEndpoint<OfiTransport, PeerState, SendSlot, RecvSlot>;
+using OfiBase = ChannelEndpoint<OfiTransport, PeerState, SendSlot, RecvSlot>;
 
 /// Connection happens in steps (backend.h):
 ///   OfiTransport(config, kv)   opens the provider's fabric, domain, completion queue, address
@@ -43,8 +43,9 @@ using OfiBase = QueueEndpoint<OfiTransport, PeerState, SendSlot, RecvSlot>;
 ///                              secret, pid, host) with each, driving the queue on this thread;
 ///   start(doorbell)            hands the queue to the progress thread.
 /// Every libfabric call is made under mutex_ (FI_THREAD_DOMAIN): by the progress thread, or by a
-/// user thread that posts or releases (no thread switch per message; QueueEndpoint: flushSoon,
-/// pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait). The
+/// user thread that posts or releases (no thread switch per message; ChannelEndpoint: the pump,
+/// flushSoon, pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait,
+/// credits, aborts and heartbeats; this class implements network/net.h's calls). The
 /// destructor issues what was posted, waits for the sends to complete (bounded) and closes
 /// everything.
 class OfiTransport final : public OfiBase {
@@ -54,13 +55,13 @@ class OfiTransport final : public OfiBase {
   Kind kind() const override { return Kind::kOfi; }
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  // send, recv (QueueEndpoint): the channels to a peer of this kind.
-  // peerAlive (QueueEndpoint): false once a send to it failed, it broke the protocol, it was
+  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // peerAlive (ChannelEndpoint): false once a send to it failed, it broke the protocol, it was
   // silent for the peer timeout (BRAID_OFI_PEER_TIMEOUT, 30 s) or (same host and pid namespace)
   // its process is gone; in that last case only after what it sent before it went has arrived.
 
   // tagged_channels.h's owner hooks: flushSoon (issues the send / re-posts the receive and
-  // returns the credit from the calling thread) and pollSoon (QueueEndpoint), and:
+  // returns the credit from the calling thread) and pollSoon (ChannelEndpoint), and:
   /// A channel's slot memory exists (tagged_channels.h): registered when the provider needs
   /// local registration (or BRAID_OFI_MR=local), and receive slots for remote writes on the RMA
   /// path; returns the descriptor. Any thread.
@@ -83,37 +84,35 @@ class OfiTransport final : public OfiBase {
   void chooseDataPath();
   void cleanup();
 
-  // The queue and the work (progress.cc; QueueEndpoint's hooks among them); mutex_ held.
+  // network/net.h's calls and the completions (progress.cc); mutex_ held.
+  net::Issue isend(OfiSendChannel& channel, uint64_t n) override;
+  net::Issue irecv(OfiRecvChannel& channel, uint32_t slot) override;
+  net::Issue credit(PeerState& peer, int channel, uint64_t count) override;
+  net::Issue control(PeerState& peer, net::ControlType type, const std::string& payload) override;
   /// Reads the completion queue until empty (at most `rounds` batches); true if anything came.
-  bool drainQueue(int rounds);
+  bool test(int rounds) override;
+  /// Waits up to `timeoutMillis` on the queue's wait fd (or in short steps without one) and on
+  /// wake_; `lock` is mutex_'s, released while sleeping.
+  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) override;
+  /// Sends posted and not yet completed (issued or not; to live peers), control ones too.
+  size_t sendsInFlight() const override;
+  void userDrove(bool) override { test(1); }
+  /// Sends the queued control messages while the pool has buffers, re-posts refused control
+  /// receives; true if one went.
+  bool flushNet() override;
+  /// Control messages queued while a buffer is free, or control receives refused.
+  bool netPending() const override;
+
   void onCompletion(OpContext& op, size_t length);
   void onError(const fi_cq_err_entry& error);
   void onControl(const char* data, size_t length);
-  void onHello(int from, const char* data, size_t bytes);
   /// A peer's remote write filled one of our receive slots (the RMA path's immediate `data`).
   void onRemoteWrite(uint64_t data);
   /// Tells `peer` where its writes go: a kRegion per channel (the RMA path).
   void sendRegions(PeerState& peer);
-  void postRecv(OfiRecvChannel& channel, uint32_t index);
   bool postControlRecv(uint32_t index);
-  /// Issues the send of message `n` of `channel`; false when the provider said try again.
-  bool issueSend(OfiSendChannel& channel, uint64_t n);
   void sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
                    const std::string& payload);
-  /// Sends the queued control messages while the pool has buffers; true if one went.
-  bool flushControl();
-  bool flushChannel(PeerState& peer, int channel);
-  /// Work on (peer, channel) that no completion will announce: sends posted and not issued,
-  /// receives released and not re-posted, control messages queued while a buffer is free.
-  bool channelPending(PeerState& peer, int channel) const;
-  bool doLocalWork();
-  /// Heartbeats to quiet peers and the silence check (progress thread).
-  bool keepAlive();
-  /// Waits up to `timeoutMillis` on the queue's wait fd (or in short steps without one) and on
-  /// wake_; `lock` is mutex_'s, released while sleeping.
-  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock);
-  /// Sends posted and not yet completed (issued or not; to live peers), control ones too.
-  size_t sendsInFlight() const;
 
   ProviderChoice provider_;
   InfoPtr info_;
@@ -129,7 +128,6 @@ class OfiTransport final : public OfiBase {
   std::unordered_map<const void*, fid_mr*> regions_;  // registrations by buffer
   uint64_t nextKey_ = 1;        // keys braid chooses when the provider does not (no PROV_KEY)
   std::vector<fid_mr*> mrs_;    // every registration, closed in cleanup()
-  double peerTimeout_ = 30;     // BRAID_OFI_PEER_TIMEOUT: silence that counts as death
   std::unique_ptr<ControlPool> control_;
 };
 

@@ -25,7 +25,6 @@ namespace braid::transport::ofi {
 namespace {
 
 constexpr double kDrainSeconds = 1;  // teardown: given up after this long without a send done
-constexpr auto kHeartbeatEvery = std::chrono::seconds(1);  // to a peer nothing was sent to for this long
 constexpr int kBatch = 16;                            // completions read per fi_cq_read
 
 template <class T>
@@ -36,7 +35,7 @@ void closeFid(T*& object) {
 
 }  // namespace
 
-bool OfiTransport::drainQueue(int rounds) {
+bool OfiTransport::test(int rounds) {
   bool did = false;
   fi_cq_tagged_entry entries[kBatch];
   for (int r = 0; r < rounds; ++r) {
@@ -66,23 +65,13 @@ bool OfiTransport::drainQueue(int rounds) {
 
 void OfiTransport::onCompletion(OpContext& op, size_t length) {
   switch (op.op) {
-    case OpContext::kSend: {
-      auto& channel = *static_cast<OfiSendChannel*>(op.owner);
-      channel.slots_[op.index].busy.store(0, std::memory_order_release);
-      ringDoorbellIfSleeping();
+    case OpContext::kSend:
+      sent(static_cast<OfiSendChannel*>(op.owner)->slots_[op.index]);
       return;
-    }
     case OpContext::kRecv: {
       auto& channel = *static_cast<OfiRecvChannel*>(op.owner);
-      RecvSlot& slot = channel.slots_[op.index];
-      PeerState& peer = *channel.peerState_;
-      slot.posted = false;
-      peer.lastHeard = Clock::now();
-      if (std::string why = channel.arrive(slot.index, length); !why.empty()) {
-        markDead(peer, why, true);
-        return;
-      }
-      ringDoorbellIfSleeping();
+      channel.slots_[op.index].posted = false;
+      onArrived(channel, op.index, length);
       return;
     }
     case OpContext::kControlSend:
@@ -106,14 +95,7 @@ void OfiTransport::onRemoteWrite(uint64_t data) {
                config_.rank, data);
     return;
   }
-  PeerState& peer = *peers_[sender];
-  peer.lastHeard = Clock::now();
-  OfiRecvChannel& rc = *recvs_[sender * channels + channel];
-  if (std::string why = rc.arriveWritten(static_cast<uint32_t>(slot)); !why.empty()) {
-    markDead(peer, why, true);
-    return;
-  }
-  ringDoorbellIfSleeping();
+  onWritten(*peers_[sender], static_cast<uint32_t>(channel), static_cast<uint32_t>(slot));
 }
 
 void OfiTransport::onError(const fi_cq_err_entry& error) {
@@ -186,29 +168,10 @@ void OfiTransport::onControl(const char* data, size_t length) {
   }
   const ControlHeader& h = *decoded;
   PeerState& peer = *peers_[h.rank];
-  peer.lastHeard = Clock::now();
   const char* payload = data + sizeof(ControlHeader);
   const size_t bytes = length - sizeof(ControlHeader);
+  if (takeControl(peer, h, payload, bytes)) return;  // hello, credit, abort, heartbeat
   switch (h.type) {
-    case kHello:
-      onHello(h.rank, payload, bytes);
-      return;
-    case kCredit: {
-      bool raised = false;
-      why = takeCredit(sends_, config_.channels, h, &raised);
-      if (!why.empty()) {
-        markDead(peer, why, true);
-      } else if (raised) {
-        ringDoorbellIfSleeping();
-      }
-      return;
-    }
-    case kAbort:
-      recordAbort(h.rank, std::string(payload, std::min<size_t>(bytes, kMaxAbortReason)));
-      ringDoorbell();
-      return;
-    case kHeartbeat:
-      return;
     case kRegion: {
       uint64_t address = 0;
       if (h.channel >= static_cast<uint32_t>(config_.channels) || bytes != sizeof address ||
@@ -230,8 +193,9 @@ void OfiTransport::onControl(const char* data, size_t length) {
   }
 }
 
-void OfiTransport::postRecv(OfiRecvChannel& channel, uint32_t index) {
+net::Issue OfiTransport::irecv(OfiRecvChannel& channel, uint32_t index) {
   RecvSlot& slot = channel.slots_[index];
+  if (slot.posted) return net::Issue::kDone;  // the RMA path: the peer writes the slot
   slot.done = false;
   slot.context.op = OpContext::kRecv;
   slot.context.owner = &channel;
@@ -240,14 +204,16 @@ void OfiTransport::postRecv(OfiRecvChannel& channel, uint32_t index) {
   ssize_t rc = fi_trecv(ep_, channel.slot(index), bytes, channel.desc_, FI_ADDR_UNSPEC,
                         dataTag(channel.peerState_->rank, channel.channel_, static_cast<int>(index)),
                         0, &slot.context);
+  if (rc == -FI_EAGAIN) return net::Issue::kNotNow;  // the provider needs its queue driven first
   if (rc == 0) {
     slot.posted = true;
-  } else if (rc != -FI_EAGAIN) {
+  } else {
     markDead(*channel.peerState_,
              fmt::format("posting a receive of {} bytes on channel {} failed: {}", bytes,
                          channel.channel_, fiError(static_cast<int>(-rc))),
              false);
   }
+  return net::Issue::kDone;
 }
 
 bool OfiTransport::postControlRecv(uint32_t index) {
@@ -268,7 +234,7 @@ bool OfiTransport::postControlRecv(uint32_t index) {
   return rc == 0;
 }
 
-bool OfiTransport::issueSend(OfiSendChannel& channel, uint64_t n) {
+net::Issue OfiTransport::isend(OfiSendChannel& channel, uint64_t n) {
   const uint32_t index = static_cast<uint32_t>(n % channel.k_);
   SendSlot& slot = channel.slots_[index];
   PeerState& peer = *channel.peerState_;
@@ -293,16 +259,26 @@ bool OfiTransport::issueSend(OfiSendChannel& channel, uint64_t n) {
   }
   if (rc == 0) {
     peer.lastSent = Clock::now();
-    return true;
+    return net::Issue::kDone;
   }
   slot.busy.store(0, std::memory_order_release);
-  if (rc == -FI_EAGAIN) return false;  // the provider needs its queue driven first
+  if (rc == -FI_EAGAIN) return net::Issue::kNotNow;  // the provider needs its queue driven first
   markDead(peer,
            fmt::format("{} {} bytes on channel {} failed: {}",
                        useRma_ ? "writing (fi_writedata)" : "sending (fi_tsend)", header->bytes,
                        channel.channel_, fiError(static_cast<int>(-rc))),
            false);
-  return true;
+  return net::Issue::kDone;
+}
+
+net::Issue OfiTransport::credit(PeerState& peer, int channel, uint64_t count) {
+  sendControl(peer, kCredit, static_cast<uint32_t>(channel), count, {});
+  return net::Issue::kDone;  // queued: issued as soon as a buffer is free (flushNet)
+}
+
+net::Issue OfiTransport::control(PeerState& peer, ControlType type, const std::string& payload) {
+  sendControl(peer, type, 0, 0, payload);
+  return net::Issue::kDone;
 }
 
 void OfiTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
@@ -315,10 +291,10 @@ void OfiTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel,
   std::string bytes(reinterpret_cast<const char*>(&header), sizeof header);
   bytes += payload;
   control_->queued.push_back({&peer, std::move(bytes)});
-  flushControl();
+  flushNet();
 }
 
-bool OfiTransport::flushControl() {
+bool OfiTransport::flushNet() {
   bool did = false;
   ControlPool& pool = *control_;
   for (std::vector<uint32_t> retry = std::exchange(pool.unposted, {}); uint32_t index : retry) {
@@ -353,74 +329,8 @@ bool OfiTransport::flushControl() {
   return did;
 }
 
-bool OfiTransport::flushChannel(PeerState& peer, int channel) {
-  bool did = false;
-  const bool alive = peer.alive.load(std::memory_order_relaxed);
-  size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
-  OfiSendChannel& sc = *sends_[i];
-  uint64_t posted = sc.posted_.load(std::memory_order_acquire);
-  while (alive && sc.issued_ < posted && issueSend(sc, sc.issued_)) {
-    ++sc.issued_;
-    did = true;
-  }
-  OfiRecvChannel& rc = *recvs_[i];
-  uint64_t released = rc.released_.load(std::memory_order_acquire);
-  uint64_t n = rc.reposted_;
-  while (n < released) {
-    RecvSlot& slot = rc.slots_[n % rc.k_];
-    if (!slot.posted) postRecv(rc, static_cast<uint32_t>(n % rc.k_));
-    if (!slot.posted) break;  // the provider needs its queue driven first (or the peer died)
-    ++n;
-  }
-  if (n > rc.reposted_) {
-    rc.reposted_ = n;
-    // The credit says: every receive up to n is posted again.
-    if (alive) sendControl(peer, kCredit, static_cast<uint32_t>(channel), n, {});
-    did = true;
-  }
-  return did;
-}
-
-bool OfiTransport::keepAlive() {
-  const Clock::time_point now = Clock::now();
-  const auto silence = std::chrono::duration<double>(peerTimeout_);
-  for (auto& peer : peers_) {
-    if (!peer || !peer->alive.load(std::memory_order_relaxed)) continue;
-    if (now - peer->lastHeard > silence) {
-      markDead(*peer,
-               fmt::format("no message from it for {} s (BRAID_OFI_PEER_TIMEOUT)", peerTimeout_),
-               false);
-    } else if (now - peer->lastSent > kHeartbeatEvery) {
-      peer->lastSent = now;  // queued now; issued as soon as a buffer is free
-      sendControl(*peer, kHeartbeat, 0, 0, {});
-    }
-  }
-  return false;  // heartbeats are no activity: the loop may sleep
-}
-
-bool OfiTransport::doLocalWork() {
-  bool did = false;
-  if (std::optional<std::string> reason = takeOwnAbort(kMaxAbortReason)) {
-    for (auto& peer : peers_) {
-      if (peer && peer->alive.load()) sendControl(*peer, kAbort, 0, 0, *reason);
-    }
-    did = true;
-  }
-  for (auto& peer : peers_) {
-    if (!peer) continue;
-    for (int c = 0; c < config_.channels; ++c) did |= flushChannel(*peer, c);
-  }
-  did |= flushControl();
-  if (!stopping()) keepAlive();
-  return did;
-}
-
-bool OfiTransport::channelPending(PeerState& peer, int channel) const {
-  const size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
-  return (sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ &&
-          peer.alive.load(std::memory_order_relaxed)) ||
-         recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_ ||
-         (!control_->queued.empty() && !control_->freeSends.empty()) ||
+bool OfiTransport::netPending() const {
+  return (!control_->queued.empty() && !control_->freeSends.empty()) ||
          !control_->unposted.empty();
 }
 

@@ -13,15 +13,13 @@
 
 namespace braid::transport::ucx {
 
-/// One peer's endpoint. `alive` is read by any thread; the rest belongs to the worker's owner
-/// (hello fields are written before connectPeers() returns and only read afterwards).
-struct PeerState : NetworkPeer {
+/// One peer's endpoint (net::ChannelPeer: liveness, hello; checkPid: UCX does not report its
+/// failures, but peerAlive() may ask the kernel). `alive` is read by any thread; the rest
+/// belongs to the worker's owner.
+struct PeerState : net::ChannelPeer {
   UcxTransport* owner = nullptr;
   ucp_ep_h ep = nullptr;
-  net::PeerHello hello;    // what its hello said (local: same host and pid namespace)
-  bool peerErrors = true;   // UCP_ERR_HANDLING_MODE_PEER: UCX reports its failure
-  bool checkPid = false;    // UCX does not report failures, but peerAlive() may ask the kernel
-  std::string reason;  // why it died (worker owner)
+  bool peerErrors = true;  // UCP_ERR_HANDLING_MODE_PEER: UCX reports its failure
 };
 
 /// An active message in flight (header and payload must outlive the send).

@@ -64,7 +64,7 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
            "rank {}: ucx: creating the endpoint to peer rank {} failed: {} (UCX_TLS={})", rank,
            peer->rank, ucx().ucs_status_string(status), tls_.empty() ? "unset" : tls_);
     }
-    sendControl(*peer, kHello, 0, 0, net::helloPayload(config_, peer->rank, hostId_, pidNamespace_));
+    sendHello(*peer);
   }
   // Progress here until every peer's hello arrived: then both directions are wired up.
   while (true) {
@@ -84,19 +84,12 @@ void UcxTransport::connectPeers(KeyValue& kv, Deadline deadline) {
            "rank {}: ucx connect timed out waiting for the hello of peer rank(s) {} (UCX_TLS={})",
            rank, missing, tls_.empty() ? "unset" : tls_);
     }
-    if (ucx().ucp_worker_progress(worker_) == 0)
-      sleepOnWorker(std::min(deadline.millisLeft(), 10), nullptr);
+    if (ucx().ucp_worker_progress(worker_) == 0) {
+      pollWorker(ucx().ucp_worker_arm(worker_), std::min(deadline.millisLeft(), 10));
+    }
   }
   for (auto& peer : peers_) {
     if (peer) peer->checkPid = !peer->peerErrors && peer->hello.local;
-  }
-}
-
-void UcxTransport::onHello(int from, const char* data, size_t bytes) {
-  std::string why;
-  if (!net::takeHello(data, bytes, config_, hostId_, pidNamespace_, &peers_[from]->hello, &why)) {
-    BRAID_WARN("rank {}: ucx: ignoring a hello claiming to be from rank {}: {}", config_.rank,
-               from, why);
   }
 }
 

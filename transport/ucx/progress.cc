@@ -45,7 +45,7 @@ void controlSendCallback(void* request, ucs_status_t status, void* user) {
 
 }  // namespace
 
-void UcxTransport::postRecv(UcxRecvChannel& channel, uint32_t index) {
+net::Issue UcxTransport::irecv(UcxRecvChannel& channel, uint32_t index) {
   RecvSlot& slot = channel.slots_[index];
   slot.done = false;
   ucp_tag_recv_info_t info{};
@@ -69,9 +69,10 @@ void UcxTransport::postRecv(UcxRecvChannel& channel, uint32_t index) {
   } else {
     slot.request = request;
   }
+  return net::Issue::kDone;
 }
 
-void UcxTransport::issueSend(UcxSendChannel& channel, uint64_t n) {
+net::Issue UcxTransport::isend(UcxSendChannel& channel, uint64_t n) {
   SendSlot& slot = channel.slots_[n % channel.k_];
   slot.busy.store(1, std::memory_order_relaxed);
   auto* header = reinterpret_cast<SlotHeader*>(channel.slot(n));
@@ -91,6 +92,17 @@ void UcxTransport::issueSend(UcxSendChannel& channel, uint64_t n) {
                          channel.channel_, ucx().ucs_status_string(UCS_PTR_STATUS(request))),
              false);
   }
+  return net::Issue::kDone;  // UCX takes every send (it queues what it cannot send yet)
+}
+
+net::Issue UcxTransport::credit(PeerState& peer, int channel, uint64_t count) {
+  sendControl(peer, kCredit, static_cast<uint32_t>(channel), count, {});
+  return net::Issue::kDone;
+}
+
+net::Issue UcxTransport::control(PeerState& peer, ControlType type, const std::string& payload) {
+  sendControl(peer, type, 0, 0, payload);
+  return net::Issue::kDone;
 }
 
 void UcxTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
@@ -127,14 +139,13 @@ void UcxTransport::sendControl(PeerState& peer, uint32_t type, uint32_t channel,
 }
 
 void UcxTransport::onSendDone(SendSlot& slot, ucs_status_t status) {
-  slot.busy.store(0, std::memory_order_release);
   if (status != UCS_OK && status != UCS_ERR_CANCELED) {
     markDead(*slot.channel->peerState_,
              fmt::format("a send on channel {} failed: {}", slot.channel->channel_,
                          ucx().ucs_status_string(status)),
              false);
   }
-  ringDoorbellIfSleeping();
+  sent(slot);
 }
 
 void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length) {
@@ -148,11 +159,7 @@ void UcxTransport::onRecvDone(RecvSlot& slot, ucs_status_t status, size_t length
              status == UCS_ERR_MESSAGE_TRUNCATED);
     return;
   }
-  if (std::string why = channel.arrive(slot.index, length); !why.empty()) {
-    markDead(peer, why, true);
-    return;
-  }
-  ringDoorbellIfSleeping();
+  onArrived(channel, slot.index, length);
 }
 
 void UcxTransport::onControlDone(ControlMessage* message, ucs_status_t status) {
@@ -192,130 +199,32 @@ void UcxTransport::onControl(const void* header, size_t headerBytes, const void*
   const ControlHeader& h = *decoded;
   PeerState& peer = *peers_[h.rank];
   const char* text = static_cast<const char*>(data);
-  switch (h.type) {
-    case kHello:
-      onHello(h.rank, text, bytes);
-      return;
-    case kCredit: {
-      bool raised = false;
-      why = takeCredit(sends_, config_.channels, h, &raised);
-      if (!why.empty()) {
-        markDead(peer, why, true);
-      } else if (raised) {
-        ringDoorbellIfSleeping();
-      }
-      return;
-    }
-    case kAbort:
-      recordAbort(h.rank, std::string(text, std::min<size_t>(bytes, kMaxAbortReason)));
-      ringDoorbell();
-      return;
-    default:
-      markDead(peer, fmt::format("unknown control message type {}", h.type), true);
+  if (!takeControl(peer, h, text, bytes)) {  // hello, credit, abort, heartbeat
+    markDead(peer, fmt::format("unknown control message type {}", h.type), true);
   }
 }
 
-void UcxTransport::markDead(PeerState& peer, const std::string& why, bool protocolError) {
-  if (peer.reason.empty()) peer.reason = why;
-  NetworkEndpoint::markDead(peer, why, protocolError);
-}
-
-bool UcxTransport::doLocalWork() {
+bool UcxTransport::test(int rounds) {
   bool did = false;
-  if (std::optional<std::string> reason = takeOwnAbort(kMaxAbortReason)) {
-    for (auto& peer : peers_) {
-      if (peer && peer->alive.load()) sendControl(*peer, kAbort, 0, 0, *reason);
-    }
-    did = true;
-  }
-  for (auto& peer : peers_) {
-    if (!peer || peer->ep == nullptr) continue;
-    for (int c = 0; c < config_.channels; ++c) did |= flushChannel(*peer, c);
-  }
+  for (int i = 0; i < 16 * rounds && ucx().ucp_worker_progress(worker_) != 0; ++i) did = true;
   return did;
 }
 
-bool UcxTransport::flushChannel(PeerState& peer, int channel) {
-  if (peer.ep == nullptr) return false;
-  bool did = false;
-  const bool alive = peer.alive.load(std::memory_order_relaxed);
-  size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
-  UcxSendChannel& sc = *sends_[i];
-  uint64_t posted = sc.posted_.load(std::memory_order_acquire);
-  while (alive && sc.issued_ < posted) {
-    issueSend(sc, sc.issued_++);
-    did = true;
-  }
-  UcxRecvChannel& rc = *recvs_[i];
-  uint64_t released = rc.released_.load(std::memory_order_acquire);
-  if (released > rc.reposted_) {
-    for (uint64_t n = rc.reposted_; n < released; ++n) {
-      postRecv(rc, static_cast<uint32_t>(n % rc.k_));
-    }
-    rc.reposted_ = released;
-    if (alive) sendControl(peer, kCredit, static_cast<uint32_t>(channel), released, {});
-    did = true;
-  }
-  return did;
+void UcxTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) {
+  // A user thread drove the worker since our last progress: progress again, do not arm.
+  if (userTouched_.exchange(false, std::memory_order_relaxed)) return;
+  const ucs_status_t status = ucx().ucp_worker_arm(worker_);
+  lock.unlock();
+  pollWorker(status, timeoutMillis);
 }
 
-bool UcxTransport::hasLocalWork() {
-  std::lock_guard<std::mutex> lock(workerMutex_);
-  if (ownAbortPending()) return true;
-  for (auto& peer : peers_) {
-    if (!peer || peer->ep == nullptr) continue;
-    for (int c = 0; c < config_.channels; ++c) {
-      size_t i = static_cast<size_t>(peer->rank) * config_.channels + c;
-      if (sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ &&
-          peer->alive.load(std::memory_order_relaxed)) {
-        return true;
-      }
-      if (recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_) return true;
-    }
-  }
-  return false;
-}
-
-void UcxTransport::sleepOnWorker(int timeoutMillis, std::mutex* workerLock) {
-  ucs_status_t status;
-  {
-    std::unique_lock<std::mutex> lock;
-    if (workerLock != nullptr) {
-      lock = std::unique_lock<std::mutex>(*workerLock);
-      // A user thread drove the worker since our last progress: progress again, do not arm.
-      if (userTouched_.exchange(false, std::memory_order_relaxed)) return;
-    }
-    status = ucx().ucp_worker_arm(worker_);
-  }
+void UcxTransport::pollWorker(ucs_status_t armed, int timeoutMillis) {
   // UCS_ERR_BUSY: events are pending, progress again instead of sleeping.
-  if (status == UCS_ERR_BUSY) return;
+  if (armed == UCS_ERR_BUSY) return;
   pollfd fds[2] = {{wake_.fd(), POLLIN, 0}, {workerFd_, POLLIN, 0}};
   // Without a working event fd, sleep in short steps instead.
-  int n = poll(fds, status == UCS_OK ? 2 : 1, status == UCS_OK ? timeoutMillis : 1);
+  int n = poll(fds, armed == UCS_OK ? 2 : 1, armed == UCS_OK ? timeoutMillis : 1);
   if (n > 0 && (fds[0].revents & POLLIN)) wake_.drain();
-}
-
-void UcxTransport::waitForEvents(int timeoutMillis) {
-  if (timeoutMillis > 0) sleepOnWorker(timeoutMillis, &workerMutex_);
-}
-
-bool UcxTransport::progress() {
-  bool did = false;
-  std::lock_guard<std::mutex> lock(workerMutex_);
-  for (int i = 0; i < 64 && ucx().ucp_worker_progress(worker_) != 0; ++i) did = true;
-  did |= doLocalWork();
-  return did;
-}
-
-bool UcxTransport::finishStopping(bool) {
-  // One round after the stop: the user stored its last posts before it destroyed us, so that
-  // round issues them; the endpoints' flush in cleanup() delivers them.
-  return std::exchange(finalRoundDone_, true);
-}
-
-bool UcxTransport::standBack() {
-  // A user is about to send or release: let it have the worker.
-  return userWaiting_.load(std::memory_order_relaxed) != 0;
 }
 
 size_t UcxTransport::sendsInFlight() const {

@@ -42,7 +42,7 @@ ucs_status_t controlCallback(void* arg, const void* header, size_t headerBytes, 
 }  // namespace
 
 UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
-    : NetworkEndpoint(config, "ucx", SpinPolicy{0, kSpin}, 0), peers_(config.size) {
+    : UcxBase(config, "ucx", SpinPolicy{0, kSpin}, 0) {
   const int rank = config.rank;
   BRAID_ENFORCE(
       config.size <= kMaxRanks && config.channels <= kMaxChannels && config.slots <= kMaxSlots,
@@ -78,7 +78,7 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
     }
     ucp_worker_params_t workerParams{};
     workerParams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // workerMutex_ serialises
+    workerParams.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // mutex_ serialises
     status = ucx().ucp_worker_create(context_, &workerParams, &worker_);
     if (status != UCS_OK) {
       fail(ErrorCode::kSystemError, "rank {}: ucx: ucp_worker_create failed: {} (UCX_TLS={})", rank,
@@ -108,16 +108,9 @@ UcxTransport::UcxTransport(const EndpointConfig& config, KeyValue& kv)
       peers_[p]->owner = this;
       trackPeer(peers_[p].get());
     }
-    sends_.resize(static_cast<size_t>(config.size) * config.channels);
-    recvs_.resize(static_cast<size_t>(config.size) * config.channels);
-    for (int p = 0; p < config.size; ++p) {
-      if (!peers_[p]) continue;
-      for (int c = 0; c < config.channels; ++c) {
-        size_t i = static_cast<size_t>(p) * config.channels + c;
-        sends_[i] = std::make_unique<UcxSendChannel>(this, peers_[p].get(), config, c);
-        recvs_[i] = std::make_unique<UcxRecvChannel>(this, peers_[p].get(), config, c);
-        for (int s = 0; s < config.slots; ++s) postRecv(*recvs_[i], static_cast<uint32_t>(s));
-      }
+    addChannels();
+    for (auto& rc : recvs_) {
+      for (int s = 0; rc && s < config.slots; ++s) irecv(*rc, static_cast<uint32_t>(s));
     }
     pidNamespace_ = pidNamespace();
     hostId_ = hostId();
@@ -145,56 +138,6 @@ UcxTransport::~UcxTransport() {
   cleanup();
 }
 
-SendChannel& UcxTransport::send(int peer, int channel) {
-  return *sends_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
-RecvChannel& UcxTransport::recv(int peer, int channel) {
-  return *recvs_[static_cast<size_t>(peer) * config_.channels + channel];
-}
-
-bool UcxTransport::peerAlive(int peer) {
-  PeerState* state = peers_[peer].get();
-  if (state == nullptr) return true;
-  if (!state->alive.load(std::memory_order_acquire)) return false;
-  // Peers on this host use UCP_ERR_HANDLING_MODE_NONE (UCX's shared memory transports cannot
-  // report failures): the kernel says whether the process is gone.
-  if (state->checkPid && processGone(static_cast<uint64_t>(state->hello.pid), pidNamespace_)) {
-    drainWorker();
-    state->alive.store(false, std::memory_order_release);
-    return false;
-  }
-  return true;
-}
-
-void UcxTransport::drainWorker() {
-  // A peer that is gone may have sent its last messages just before (it finished and left): they
-  // can still sit inside UCX (a shared memory FIFO, a socket buffer) not yet matched to a
-  // receive. Progress until the worker is quiet, so they count as arrived before the peer is
-  // reported gone. Bounded: a few idle calls in a row, or kDrainSeconds.
-  constexpr double kDrainSeconds = 0.1;
-  constexpr int kQuietCalls = 8;
-  userWaiting_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(workerMutex_);
-  userWaiting_.fetch_sub(1, std::memory_order_relaxed);
-  const Deadline until = Deadline::after(kDrainSeconds);
-  for (int quiet = 0; quiet < kQuietCalls && !until.expired();) {
-    quiet = ucx().ucp_worker_progress(worker_) != 0 ? 0 : quiet + 1;
-  }
-  userTouched_.store(true, std::memory_order_relaxed);
-}
-
-void UcxTransport::flushSoon(PeerState& peer, int channel) {
-  // The progress thread holds the mutex only for one bounded batch of progress calls, so waiting
-  // for it is short; leaving the work to it instead costs a thread switch per message, and on a
-  // busy machine a thread that just spun is often not scheduled again for milliseconds.
-  // userWaiting_ makes a spinning progress thread stand back (std::mutex is not fair).
-  userWaiting_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(workerMutex_);
-  userWaiting_.fetch_sub(1, std::memory_order_relaxed);
-  if (flushChannel(peer, channel)) userTouched_.store(true, std::memory_order_relaxed);
-}
-
 void UcxTransport::pollSoon() {
   // Only while the progress thread sleeps: then a waiting user sees an arrival without a thread
   // switch; while it runs, it progresses anyway and a second poller only contends (and burns the
@@ -207,7 +150,7 @@ void UcxTransport::pollSoon() {
     --pollSkip_;
     return;
   }
-  std::unique_lock<std::mutex> lock(workerMutex_, std::try_to_lock);
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   auto start = Clock::now();
   unsigned events = ucx().ucp_worker_progress(worker_);

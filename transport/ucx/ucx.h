@@ -12,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "transport/network/network_endpoint.h"
+#include "transport/network/channel_endpoint.h"
 #include "transport/network/tagged_channels.h"
 #include "transport/transport.h"
 
@@ -25,6 +25,7 @@ struct SendSlot;
 struct RecvSlot;
 using UcxSendChannel = TaggedSendChannel<UcxTransport, PeerState, SendSlot>;
 using UcxRecvChannel = TaggedRecvChannel<UcxTransport, PeerState, RecvSlot>;
+using UcxBase = ChannelEndpoint<UcxTransport, PeerState, SendSlot, RecvSlot>;
 
 /// Connection happens in steps so the caller can interleave them with other transports:
 ///   UcxTransport(config, kv)  creates the context and worker, pre-posts every receive slot and
@@ -36,29 +37,28 @@ using UcxRecvChannel = TaggedRecvChannel<UcxTransport, PeerState, RecvSlot>;
 ///                             arrivals, credits, aborts and peer failures.
 /// The destructor issues what was posted, closes the endpoints with a flush (bounded), cancels the
 /// receives and destroys the worker. The worker is used by one thread at a time (UCX's serialized
-/// mode): the constructing thread until start(); then whoever holds workerMutex_: the progress
-/// thread, or a user thread that got it with try_lock to send, release or poll without a thread
-/// switch; then the destructor after the join. "Worker owner" below means that thread.
-class UcxTransport final : public NetworkEndpoint {
+/// mode): the constructing thread until start(); then whoever holds mutex_: the progress thread,
+/// or a user thread that posts or releases (the pump, ChannelEndpoint) or polls with try_lock
+/// without a thread switch; then the destructor after the join. "Worker owner" below means that
+/// thread. This class implements network/net.h's calls; ChannelEndpoint owns the channels, the
+/// pump, credits, aborts and the progress thread's hooks.
+class UcxTransport final : public UcxBase {
  public:
   UcxTransport(const EndpointConfig& config, KeyValue& kv);
   ~UcxTransport() override;
   Kind kind() const override { return Kind::kUcx; }
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  SendChannel& send(int peer, int channel) override;
-  RecvChannel& recv(int peer, int channel) override;
-  /// False once UCX reported the peer's endpoint failed, the peer broke the protocol, or (same
-  /// host and pid namespace) its process is gone; in that last case only after what it sent
-  /// before it went has arrived.
-  bool peerAlive(int peer) override;
+  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // peerAlive (ChannelEndpoint): false once UCX reported the peer's endpoint failed, the peer
+  // broke the protocol, or (same host and pid namespace, error mode none) its process is gone; in
+  // that last case only after what it sent before it went has arrived.
   // signalAbort: the progress thread sends an abort message to every live ucx peer.
+  // flushSoon (ChannelEndpoint): after a post or release, the pump on the calling thread
+  // (waiting for the worker's mutex, which the progress thread holds only briefly).
 
-  /// After a post or release on (peer, channel): issues the send / re-posts the receive and
-  /// returns the credit from the calling thread (waiting for the worker's mutex, which the
-  /// progress thread holds only briefly).
-  void flushSoon(PeerState& peer, int channel);
-  /// tryPeek/tryAcquire found nothing: progresses the worker once if it is free.
+  /// tryPeek/tryAcquire found nothing: progresses the worker once if it is free (hides
+  /// ChannelEndpoint's: only while the progress thread sleeps, costly calls every 32nd time).
   void pollSoon();
   /// The channels' slot memory exists (tagged_channels.h): UCX needs no registration.
   void* slotsAllocated(void*, size_t, bool) { return nullptr; }
@@ -76,46 +76,41 @@ class UcxTransport final : public NetworkEndpoint {
                  const ucp_am_recv_param_t* param);
 
  private:
-  // NetworkEndpoint's hooks (progress.cc).
-  void waitForEvents(int timeoutMillis) override;
-  bool progress() override;
-  bool hasLocalWork() override;
-  bool finishStopping(bool lastRoundDid) override;
-  bool standBack() override;
+  friend UcxBase;
+
+  // network/net.h's calls (progress.cc); worker owner.
+  /// One tagged send (ucp_tag_send_nbx) into the receive the peer posted for that slot.
+  net::Issue isend(UcxSendChannel& channel, uint64_t n) override;
+  /// Re-posts the slot's tagged receive (ucp_tag_recv_nbx).
+  net::Issue irecv(UcxRecvChannel& channel, uint32_t slot) override;
+  /// A kCredit active message.
+  net::Issue credit(PeerState& peer, int channel, uint64_t count) override;
+  net::Issue control(PeerState& peer, net::ControlType type, const std::string& payload) override;
+  /// ucp_worker_progress, 16 calls a round while they find work.
+  bool test(int rounds) override;
+  /// Arms the worker (unless a user drove it since: then returns to progress again), unlocks
+  /// and polls its event fd and wake_.
+  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) override;
+  /// Send slots whose send has not completed (worker owner).
+  size_t sendsInFlight() const override;
+  void userDrove(bool did) override {
+    if (did) userTouched_.store(true, std::memory_order_relaxed);
+  }
 
   void cleanup();
-  /// Send slots whose send has not completed (worker owner).
-  size_t sendsInFlight() const;
-  /// Progresses the worker until it is quiet (bounded), from a user thread: called before a gone
-  /// peer is reported, so that what it sent before it went has arrived.
-  void drainWorker();
-  void postRecv(UcxRecvChannel& channel, uint32_t index);
-  void issueSend(UcxSendChannel& channel, uint64_t n);
+  /// Polls the worker's event fd (armed with `armed`'s status) and wake_ for up to
+  /// `timeoutMillis`; at once when the arm said events are pending.
+  void pollWorker(ucs_status_t armed, int timeoutMillis);
   void sendControl(PeerState& peer, uint32_t type, uint32_t channel, uint64_t value,
                    std::string payload);
-  void onHello(int from, const char* data, size_t bytes);
-  bool doLocalWork();
-  bool flushChannel(PeerState& peer, int channel);
-  /// Arms the worker (holding *workerLock if given) and polls its event fd and wake_.
-  void sleepOnWorker(int timeoutMillis, std::mutex* workerLock);
-  /// Records why (the first reason) and marks the peer dead (NetworkEndpoint::markDead).
-  void markDead(PeerState& peer, const std::string& why, bool protocolError);
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int workerFd_ = -1;                              // ucp_worker_get_efd; owned by UCX
   std::string tls_;                                // UCX_TLS as seen at start, for messages
-  std::vector<std::unique_ptr<PeerState>> peers_;  // by rank; null for non-ucx peers
-  std::vector<std::unique_ptr<UcxSendChannel>> sends_;
-  std::vector<std::unique_ptr<UcxRecvChannel>> recvs_;
   std::unordered_set<ControlMessage*> control_;  // in flight; worker owner only
-  uint64_t pidNamespace_ = 0;
-  uint64_t hostId_ = 0;
-  std::mutex workerMutex_;                // held by the worker's owner after start()
   std::atomic<bool> userTouched_{false};  // a user thread drove the worker (see beforeUserSleep)
-  std::atomic<int> userWaiting_{0};       // user threads waiting for workerMutex_
   int pollSkip_ = 0;                      // pollSoon(): calls to skip (user thread only)
-  bool finalRoundDone_ = false;           // progress thread: the round after the stop ran
 };
 
 }  // namespace braid::transport::ucx

@@ -28,16 +28,13 @@ struct QueuePair {
   int signaledSince = 0;  // unsignaled entries posted since the last signaled one
 };
 
-/// One peer. `alive` is read by any thread; the rest belongs to mutex_'s holder.
-struct PeerState : NetworkPeer {
+/// One peer (net::ChannelPeer: liveness, hello, last heard and sent). `alive` is read by any
+/// thread; the rest belongs to mutex_'s holder.
+struct PeerState : net::ChannelPeer {
   std::vector<QueuePair> qps;
   Published theirs;       // what it published for us (connectPeers)
   AlignedBuffer control;  // the control block (wire.h): in half, then out half
   ibv_mr* controlMr = nullptr;
-  net::PeerHello hello;           // pid and whether it runs on this host (from its address)
-  Clock::time_point lastHeard{};  // any write from it arrived
-  Clock::time_point lastSent{};   // any write to it was issued
-  bool abortSent = false;
   int nextQp = 0;  // round robin of messages over the queue pairs
 };
 

@@ -57,7 +57,9 @@ void VerbsTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& peer : peers_) {
-    if (peer) peer->lastHeard = peer->lastSent = now;
+    if (!peer) continue;
+    peer->lastHeard = peer->lastSent = now;
+    peer->checkPid = peer->hello.local;
   }
   connected_ = true;
 }

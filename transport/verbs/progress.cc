@@ -20,8 +20,6 @@ namespace braid::transport::verbs {
 namespace {
 
 constexpr double kDrainSeconds = 1;  // teardown: a step without progress
-constexpr auto kHeartbeatEvery =
-    std::chrono::seconds(1);  // to a peer nothing went to for this long
 constexpr int kBatch = 16;    // completions per ibv_poll_cq
 
 /// What an IBV_WC_* status means for braid, in a few words.
@@ -62,7 +60,7 @@ std::string VerbsTransport::opText(const PeerState& peer, const char* op, size_t
                       : fmt::format("{} of {} bytes to peer rank {}", op, bytes, peer.rank);
 }
 
-bool VerbsTransport::drainQueue(int rounds) {
+bool VerbsTransport::test(int rounds) {
   bool did = false;
   ibv_wc wc[kBatch];
   for (int r = 0; r < rounds; ++r) {
@@ -84,8 +82,7 @@ void VerbsTransport::onCompletion(const ibv_wc& wc) {
     case kWrData: {
       auto& slot = *reinterpret_cast<SendSlot*>(wc.wr_id);
       slot.qp->outstanding -= slot.entries;
-      slot.busy.store(0, std::memory_order_release);
-      ringDoorbellIfSleeping();
+      sent(slot);
       return;
     }
     case kWrControl:
@@ -123,12 +120,7 @@ void VerbsTransport::onDataWrite(PeerState& peer, uint32_t imm) {
              true);
     return;
   }
-  VerbsRecvChannel& rc = *recvs_[static_cast<size_t>(peer.rank) * config_.channels + channel];
-  if (std::string why = rc.arriveWritten(slot); !why.empty()) {
-    markDead(peer, why, true);
-    return;
-  }
-  ringDoorbellIfSleeping();
+  onWritten(peer, channel, slot);
 }
 
 void VerbsTransport::onControlWrite(PeerState& peer, uint32_t imm) {
@@ -136,25 +128,13 @@ void VerbsTransport::onControlWrite(PeerState& peer, uint32_t imm) {
   const char* in = peer.control.get();  // the in half: what the peer wrote
   const uint32_t type = (imm >> 24) & 0x7f, channel = imm & (kMaxImmChannel - 1);
   switch (type) {
-    case kImmCredit: {
+    case kImmCredit:
       if (channel >= static_cast<uint32_t>(config_.channels)) break;
-      net::ControlHeader h;
-      h.type = net::kCredit;
-      h.rank = peer.rank;
-      h.channel = channel;
-      h.value = loadWord(in + layout.credits + 8 * channel);
-      bool raised = false;
-      if (std::string why = takeCredit(sends_, config_.channels, h, &raised); !why.empty()) {
-        markDead(peer, why, true);
-      } else if (raised) {
-        ringDoorbellIfSleeping();
-      }
+      onCredit(peer, channel, loadWord(in + layout.credits + 8 * channel));
       return;
-    }
     case kImmAbort: {
       const uint64_t bytes = std::min<uint64_t>(loadWord(in + layout.abortBytes), kMaxAbortReason);
-      recordAbort(peer.rank, std::string(in + layout.abortText, bytes));
-      ringDoorbell();
+      onAbort(peer, std::string(in + layout.abortText, bytes));
       return;
     }
     case kImmHeartbeat:
@@ -221,7 +201,7 @@ void VerbsTransport::postReceive(QueuePair& qp) {
   }
 }
 
-bool VerbsTransport::issueSend(VerbsSendChannel& channel, uint64_t n) {
+net::Issue VerbsTransport::isend(VerbsSendChannel& channel, uint64_t n) {
   const uint32_t index = static_cast<uint32_t>(n % channel.k_);
   SendSlot& slot = channel.slots_[index];
   PeerState& peer = *channel.peerState_;
@@ -230,7 +210,7 @@ bool VerbsTransport::issueSend(VerbsSendChannel& channel, uint64_t n) {
   const size_t chunk = settings_.chunkBytes;
   const int entries = static_cast<int>((bytes + chunk - 1) / chunk);
   QueuePair& qp = peer.qps[static_cast<size_t>(peer.nextQp) % peer.qps.size()];
-  if (qp.outstanding + entries > sendDepth_) return false;  // retried when completions came
+  if (qp.outstanding + entries > sendDepth_) return net::Issue::kNotNow;  // room after completions
   const SlotRegion& region = peer.theirs.regions[channel.channel_];
   const uint64_t remote = region.address + index * channel.stride_;
   const uint32_t lkey = static_cast<ibv_mr*>(channel.desc_)->lkey;
@@ -261,18 +241,18 @@ bool VerbsTransport::issueSend(VerbsSendChannel& channel, uint64_t n) {
   ibv_send_wr* bad = nullptr;
   if (int rc = verbsCalls().post_send(qp.qp, wrs.data(), &bad); rc != 0) {
     slot.busy.store(0, std::memory_order_release);
-    if (rc == ENOMEM && bad == wrs.data()) return false;  // full after all: later
+    if (rc == ENOMEM && bad == wrs.data()) return net::Issue::kNotNow;  // full after all: later
     markDead(peer,
              fmt::format("{} failed: ibv_post_send: {}",
                          opText(peer, "posting a slot's writes", bytes, channel.channel_),
                          std::strerror(rc)),
              false);
-    return true;
+    return net::Issue::kDone;
   }
   qp.outstanding += entries;
   ++peer.nextQp;
   peer.lastSent = Clock::now();
-  return true;
+  return net::Issue::kDone;
 }
 
 bool VerbsTransport::writeControl(PeerState& peer, size_t offset, size_t bytes, uint32_t imm) {
@@ -306,88 +286,38 @@ bool VerbsTransport::writeControl(PeerState& peer, size_t offset, size_t bytes, 
   return true;
 }
 
-bool VerbsTransport::flushChannel(PeerState& peer, int channel) {
-  bool did = false;
-  if (!peer.alive.load(std::memory_order_relaxed)) return false;
-  const size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
-  VerbsSendChannel& sc = *sends_[i];
-  const uint64_t posted = sc.posted_.load(std::memory_order_acquire);
-  while (sc.issued_ < posted && issueSend(sc, sc.issued_)) {
-    ++sc.issued_;
-    did = true;
-  }
-  VerbsRecvChannel& rc = *recvs_[i];
-  const uint64_t released = rc.released_.load(std::memory_order_acquire);
-  if (released > rc.reposted_) {
-    // The clear-to-send: the released count into the sender's credit word for this channel.
-    const ControlBlockLayout layout(config_.channels);
-    const size_t offset = layout.credits + 8 * static_cast<size_t>(channel);
-    std::memcpy(peer.control.get() + layout.half + offset, &released, sizeof released);
-    if (writeControl(peer, offset, sizeof released, controlImmediate(kImmCredit, channel))) {
-      rc.reposted_ = released;
-      did = true;
-    }
-  }
-  return did;
+net::Issue VerbsTransport::credit(PeerState& peer, int channel, uint64_t count) {
+  const ControlBlockLayout layout(config_.channels);
+  const size_t offset = layout.credits + 8 * static_cast<size_t>(channel);
+  std::memcpy(peer.control.get() + layout.half + offset, &count, sizeof count);
+  return writeControl(peer, offset, sizeof count, controlImmediate(kImmCredit, channel))
+             ? net::Issue::kDone
+             : net::Issue::kNotNow;
 }
 
-bool VerbsTransport::channelPending(PeerState& peer, int channel) const {
-  if (!peer.alive.load(std::memory_order_relaxed)) return false;
-  const size_t i = static_cast<size_t>(peer.rank) * config_.channels + channel;
-  return sends_[i]->posted_.load(std::memory_order_relaxed) > sends_[i]->issued_ ||
-         recvs_[i]->released_.load(std::memory_order_relaxed) > recvs_[i]->reposted_;
-}
-
-bool VerbsTransport::keepAlive() {
-  const Clock::time_point now = Clock::now();
-  const auto silence = std::chrono::duration<double>(settings_.peerTimeout);
-  for (auto& peer : peers_) {
-    if (!peer || !peer->alive.load(std::memory_order_relaxed)) continue;
-    if (now - peer->lastHeard > silence) {
-      markDead(*peer,
-               fmt::format("no write from it for {} s (BRAID_VERBS_PEER_TIMEOUT)",
-                           settings_.peerTimeout),
-               false);
-    } else if (now - peer->lastSent > kHeartbeatEvery) {
-      // Nothing written: a failed heartbeat (IBV_WC_RETRY_EXC_ERR) is how a vanished host shows.
-      writeControl(*peer, 0, 0, controlImmediate(kImmHeartbeat, 0));
-      peer->lastSent = now;
-    }
+net::Issue VerbsTransport::control(PeerState& peer, net::ControlType type,
+                                   const std::string& payload) {
+  if (type == net::kHeartbeat) {
+    // Nothing written: a failed heartbeat (IBV_WC_RETRY_EXC_ERR) is how a vanished host shows.
+    return writeControl(peer, 0, 0, controlImmediate(kImmHeartbeat, 0)) ? net::Issue::kDone
+                                                                         : net::Issue::kNotNow;
   }
-  return false;  // heartbeats are no activity: the loop may sleep
-}
-
-bool VerbsTransport::doLocalWork() {
-  bool did = false;
-  if (std::optional<std::string> reason = takeOwnAbort(kMaxAbortReason)) {
-    const ControlBlockLayout layout(config_.channels);
-    for (auto& peer : peers_) {
-      if (!peer || !peer->alive.load()) continue;
-      char* out = peer->control.get() + layout.half;
-      const uint64_t bytes = reason->size();
-      std::memcpy(out + layout.abortBytes, &bytes, sizeof bytes);
-      std::memcpy(out + layout.abortText, reason->data(), reason->size());
-      if (!writeControl(*peer, layout.abortBytes, layout.abortText - layout.abortBytes + bytes,
-                        controlImmediate(kImmAbort, 0))) {
-        BRAID_WARN("rank {}: verbs: no room to send peer rank {} this rank's abort", config_.rank,
-                   peer->rank);
-      }
-    }
-    did = true;
-  }
-  for (auto& peer : peers_) {
-    if (!peer) continue;
-    for (int c = 0; c < config_.channels; ++c) did |= flushChannel(*peer, c);
-  }
-  if (!stopping()) keepAlive();
-  return did;
+  const ControlBlockLayout layout(config_.channels);
+  char* out = peer.control.get() + layout.half;
+  const uint64_t bytes = std::min<uint64_t>(payload.size(), kMaxAbortReason);
+  std::memcpy(out + layout.abortBytes, &bytes, sizeof bytes);
+  std::memcpy(out + layout.abortText, payload.data(), bytes);
+  return writeControl(peer, layout.abortBytes, layout.abortText - layout.abortBytes + bytes,
+                      controlImmediate(kImmAbort, 0))
+             ? net::Issue::kDone
+             : net::Issue::kNotNow;
 }
 
 void VerbsTransport::sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) {
   // Arm first, then look once more: a completion between the last poll and the arm is seen by
   // this poll, one after it raises the channel's event.
   verbsCalls().req_notify_cq(cq_, 0);
-  if (drainQueue(1)) {
+  if (test(1)) {
     lock.unlock();
     return;
   }

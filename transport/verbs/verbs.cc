@@ -62,10 +62,10 @@ Settings readSettings(int rank) {
 }
 
 VerbsTransport::VerbsTransport(const EndpointConfig& config, KeyValue& kv)
-    : QueueEndpoint(config, "verbs", SpinPolicy{0, kSpin}, 1),
+    : ChannelEndpoint(config, "verbs", SpinPolicy{0, kSpin}, 1),
       settings_(readSettings(config.rank)),
       device_(chooseDevice()) {
-  peers_.resize(static_cast<size_t>(config.size));
+  liveness_ = {settings_.peerTimeout, "write", "BRAID_VERBS_PEER_TIMEOUT"};
   const int rank = config.rank;
   BRAID_ENFORCE(device_.usable, ErrorCode::kInvalidUsage, "rank {}: verbs: {}", rank, device_.why);
   BRAID_ENFORCE(
@@ -79,8 +79,6 @@ VerbsTransport::VerbsTransport(const EndpointConfig& config, KeyValue& kv)
     hostId_ = hostId();
     std::mt19937 random(std::random_device{}());
     psn_ = random() & 0xffffff;
-    sends_.resize(static_cast<size_t>(config.size) * config.channels);
-    recvs_.resize(static_cast<size_t>(config.size) * config.channels);
     const ControlBlockLayout layout(config.channels);
     for (int p = 0; p < config.size; ++p) {
       if (p == rank || config.peerKinds[p] != Kind::kVerbs) continue;
@@ -93,13 +91,12 @@ VerbsTransport::VerbsTransport(const EndpointConfig& config, KeyValue& kv)
       trackPeer(peer.get());
       peers_[p] = std::move(peer);
       createQueuePairs(*peers_[p]);
-      for (int c = 0; c < config.channels; ++c) {
-        size_t i = static_cast<size_t>(p) * config.channels + c;
-        sends_[i] = std::make_unique<VerbsSendChannel>(this, peers_[p].get(), config, c);
-        recvs_[i] = std::make_unique<VerbsRecvChannel>(this, peers_[p].get(), config, c);
-      }
-      kv.set(fmt::format("{}/verbs/{}/{}", config.jobId, rank, p),
-             encodePublished(ownAddress(*peers_[p])));
+    }
+    addChannels();  // the receive slots registered: their addresses and keys are published
+    for (auto& peer : peers_) {
+      if (!peer) continue;
+      kv.set(fmt::format("{}/verbs/{}/{}", config.jobId, rank, peer->rank),
+             encodePublished(ownAddress(*peer)));
     }
     BRAID_INFO(
         "rank {}: verbs: device {} port {} ({}, {}){}; {} queue pair(s) per peer, writes of "

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transport/network/queue_endpoint.h"
+#include "transport/network/channel_endpoint.h"
 #include "transport/network/slot_buffer.h"
 #include "transport/network/tagged_channels.h"
 #include "transport/transport.h"
@@ -30,7 +30,7 @@ struct SendSlot;
 struct RecvSlot;
 using VerbsSendChannel = TaggedSendChannel<VerbsTransport, PeerState, SendSlot>;
 using VerbsRecvChannel = TaggedRecvChannel<VerbsTransport, PeerState, RecvSlot>;
-using VerbsBase = QueueEndpoint<VerbsTransport, PeerState, SendSlot, RecvSlot>;
+using VerbsBase = ChannelEndpoint<VerbsTransport, PeerState, SendSlot, RecvSlot>;
 
 /// The settings a VerbsTransport reads once (BRAID_VERBS_*).
 struct Settings {
@@ -53,8 +53,9 @@ Settings readSettings(int rank);
 ///                               side is up);
 ///   start(doorbell)             hands the queue to the progress thread.
 /// Our own state (issued counts, queue pair occupancy) and every post are under mutex_: taken
-/// by the progress thread, or by a user thread that posts or releases (QueueEndpoint: flushSoon,
-/// pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait).
+/// by the progress thread, or by a user thread that posts or releases (ChannelEndpoint: the pump,
+/// flushSoon, pollSoon, the progress thread's hooks, a local peer's death, the teardown's wait,
+/// credits, aborts and heartbeats; this class implements network/net.h's calls).
 class VerbsTransport final : public VerbsBase {
  public:
   VerbsTransport(const EndpointConfig& config, KeyValue& kv);
@@ -62,12 +63,12 @@ class VerbsTransport final : public VerbsBase {
   Kind kind() const override { return Kind::kVerbs; }
 
   void connectPeers(KeyValue& kv, Deadline deadline) override;
-  // send, recv (QueueEndpoint): the channels to a peer of this kind.
-  // peerAlive (QueueEndpoint): false once a write to it failed (its queue pair went to error),
+  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // peerAlive (ChannelEndpoint): false once a write to it failed (its queue pair went to error),
   // it broke the protocol, it was silent for BRAID_VERBS_PEER_TIMEOUT, or (same host and pid
   // namespace) its process is gone.
 
-  // tagged_channels.h's owner hooks: flushSoon and pollSoon (QueueEndpoint), and:
+  // tagged_channels.h's owner hooks: flushSoon and pollSoon (ChannelEndpoint), and:
   /// Registers a channel's slots once (receive slots for the peer's remote writes); returns the
   /// registration.
   void* slotsAllocated(void* buffer, size_t bytes, bool receiving);
@@ -86,27 +87,32 @@ class VerbsTransport final : public VerbsBase {
   // Connecting (connect.cc).
   void connectQueuePairs(PeerState& peer, const Published& theirs);
 
-  // The queue and the work (progress.cc; QueueEndpoint's hooks among them); mutex_ held.
-  bool drainQueue(int rounds);
+  // network/net.h's calls and the completions (progress.cc); mutex_ held.
+  /// Issues message `n` of `channel` as chunked writes on one queue pair; kNotNow when that
+  /// queue pair's send queue has no room now.
+  net::Issue isend(VerbsSendChannel& channel, uint64_t n) override;
+  /// Nothing to post: the peer writes the slot (its address and key were published).
+  net::Issue irecv(VerbsRecvChannel&, uint32_t) override { return net::Issue::kDone; }
+  /// The clear-to-send: `count` written into the sender's credit word for `channel`, with an
+  /// immediate, on queue pair 0 (in order).
+  net::Issue credit(PeerState& peer, int channel, uint64_t count) override;
+  /// An abort (the reason and its length into the peer's control block) or a heartbeat (no
+  /// bytes), each a write with an immediate.
+  net::Issue control(PeerState& peer, net::ControlType type, const std::string& payload) override;
+  bool test(int rounds) override;
+  void userDrove(bool) override { test(1); }
   void onCompletion(const ibv_wc& wc);
   void onError(const ibv_wc& wc);
   void onDataWrite(PeerState& peer, uint32_t imm);
   void onControlWrite(PeerState& peer, uint32_t imm);
   void postReceive(QueuePair& qp);
-  /// Issues message `n` of `channel` as chunked writes on one queue pair; false when that queue
-  /// pair's send queue has no room now (retried later).
-  bool issueSend(VerbsSendChannel& channel, uint64_t n);
   /// Writes `bytes` from the out half of `peer`'s control block at `offset` into its in half with
   /// the immediate; false when the send queue has no room now.
   bool writeControl(PeerState& peer, size_t offset, size_t bytes, uint32_t imm);
-  bool flushChannel(PeerState& peer, int channel);
-  bool channelPending(PeerState& peer, int channel) const;
-  bool doLocalWork();
-  bool keepAlive();
   /// Arms the completion channel, reads the queue once more, and sleeps on the channel's fd and
   /// the wake-up fd unless something came; `lock` (mutex_'s) is released for the sleep.
-  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock);
-  size_t sendsInFlight() const;
+  void sleepOnQueue(int timeoutMillis, std::unique_lock<std::mutex>& lock) override;
+  size_t sendsInFlight() const override;
   /// "rank R: verbs: <what> to/from peer rank P" text helpers.
   std::string opText(const PeerState& peer, const char* op, size_t bytes, int channel) const;
 
