@@ -77,7 +77,10 @@ std::string hostAddress();
 /// page-aligned, at least `bytes` (0 gives one page). Any other memory works as before. Free with
 /// memFree. Throws braid::Error (kSystemError) when the system refuses the memory.
 void* memAlloc(size_t bytes);
-/// Frees a memAlloc buffer (kInvalidUsage for any other pointer).
+/// Frees a memAlloc buffer (kInvalidUsage for any other pointer). Peers that mapped it keep
+/// their mapping (at most 32 per communicator, the least recently used given up first) until their
+/// communicator is destroyed, so its memory goes back to the system then: reuse buffers rather
+/// than allocate one per call.
 void memFree(void* p);
 
 class Request;
