@@ -284,10 +284,7 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   const bool rankOrdered = !plan.isP2p && plan.spec.family == Algorithm::kRankOrder;
   // The mapped single copy where every rank's buffers are memAlloc ones (single_copy_op.cc):
   // whether to try is decided alike on every rank, from the op and the communicator alone.
-  const bool tryMapped = !plan.isP2p && !singleCopied && singleCopy != nullptr &&
-                         d.coll == Collective::kAllReduce && size > 1 &&
-                         options.algorithm == Algorithm::kAuto &&
-                         plan.inBytes >= options.mappedCopyBytes;
+  const bool tryMapped = !plan.isP2p && !singleCopied && mappedCopyCandidate(d.coll, plan.inBytes);
 
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
@@ -680,6 +677,12 @@ int Communicator::size() const { return state_->size; }
 void Communicator::abort() { state_->abort(fmt::format("rank {} called abort()", state_->rank)); }
 
 std::string Communicator::statusReport() const { return state_->statusReport(); }
+
+Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes,
+                                        bool memAllocBuffers) const {
+  if (memAllocBuffers && state_->mappedCopyCandidate(coll, bytes)) return Algorithm::kSingleCopy;
+  return chosenAlgorithm(coll, bytes);
+}
 
 Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes) const {
   if (coll == Collective::kSend || coll == Collective::kRecv || coll == Collective::kBarrier)

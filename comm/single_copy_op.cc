@@ -84,6 +84,11 @@ void CommState::runSingleCopy(const comm::ExecArgs& args, size_t count) {
   singleCopy->gatherShares(executor->runner(), args, count, rank, singleCopyPeers);
 }
 
+bool CommState::mappedCopyCandidate(Collective coll, size_t bytes) const {
+  return singleCopy != nullptr && coll == Collective::kAllReduce && size > 1 &&
+         options.algorithm == Algorithm::kAuto && bytes >= options.mappedCopyBytes;
+}
+
 bool CommState::runMappedCopy(const comm::ExecArgs& args, size_t count) {
   if (!publishAndMap(args, count)) return false;
   if (!mappedCopyLogged) {

@@ -257,7 +257,8 @@ class Bench {
       print(formatRow(row));
       ReportRow report{row, "", placementBefore, -1};
       try {
-        report.algoChosen = algorithmName(world_.comm().chosenAlgorithm(info_.kind, c.bytes));
+        report.algoChosen = algorithmName(
+            world_.comm().chosenAlgorithm(info_.kind, c.bytes, args_.registration != 0));
       } catch (const Error&) {
         // The tuner's choice is a nicety of the JSON; the run itself succeeded.
       }

@@ -225,6 +225,9 @@ struct CommState {
   /// completion exchange); false, after the address exchange, otherwise (the caller runs its
   /// planned program). Every rank calls it for the same ops (mappedCopyCandidate).
   bool runMappedCopy(const comm::ExecArgs& args, size_t count);
+  /// Whether runOp tries the mapped single copy for an all-reduce of `bytes` (the same answer on
+  /// every rank: the op and the communicator alone decide).
+  bool mappedCopyCandidate(Collective coll, size_t bytes) const;
   /// The address exchange of both forms, the mapping of every peer's memAlloc buffers, and the
   /// agreement whether every rank mapped every peer's (comm/single_copy_op.cc).
   bool publishAndMap(const comm::ExecArgs& args, size_t count);

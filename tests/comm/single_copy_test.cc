@@ -269,6 +269,13 @@ TEST_P(SingleCopyMappedThreads, EveryTypeOpCountAndPlacementMatchesTheReference)
   std::mutex mutex;
   std::vector<std::string> wrong;
   auto errors = runRanks(n, options, [&](Communicator& comm) {
+    // What benches report for memAlloc buffers: the mapped copy, for all-reduce only.
+    const Algorithm planned = comm.chosenAlgorithm(Collective::kAllReduce, 4096);
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4096, true),
+              n > 1 ? Algorithm::kSingleCopy : planned);
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4096, false), planned);
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kReduceScatter, 4096, true),
+              Algorithm::kSingleCopy);
     // Buffers of their own per case only up to 5 ranks: 16 map 15 peers' anew every case.
     for (const std::string& w : runMatrixShared(comm, matrix({1, 13, 1031, 65537}), n <= 5)) {
       std::lock_guard<std::mutex> lock(mutex);
