@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -252,6 +254,46 @@ TEST(SingleCopyMappedProcessesMixed, OneRankWithOrdinaryBuffersMeansNoneMaps) {
                                                << results[r].describe();
     }
   }
+}
+
+// A peer killed between mapped copies: the others' next call fails naming it, well inside the
+// timeout, and their memory (mapped by the dead peer, and its pages mapped here) stays theirs.
+TEST(SingleCopyMappedFaults, AKilledPeerFailsTheOthersNamingIt) {
+  if (const std::string why = peerMemoryRefused(); !why.empty()) BRAID_SKIP_NO_DEVICE(why);
+  Job job(3, bootstrap::findFreePort(),
+          {{"BRAID_MAPPED_COPY_BYTES", "0"}, {"BRAID_TIMEOUT", "20"}, {"BRAID_TRANSPORT", "shm"}});
+  job.startAll([](int rank, ChildIo& io) {
+    Communicator comm = Communicator::fromEnvironment();
+    constexpr size_t kCount = 1 << 18;
+    auto* buf = static_cast<float*>(memAlloc(kCount * sizeof(float)));
+    for (size_t i = 0; i < kCount; ++i) buf[i] = float(rank + 1);
+    comm.allReduce(buf, buf, kCount, DataType::kFloat32, RedOp::kSum);
+    if (buf[kCount - 1] != 6.0f) return kChildWrongData;
+    if (peersMapped() != 2) return kChildCheckFailed;
+    if (rank == 2) ::raise(SIGKILL);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      for (int i = 0; i < 3; ++i) {
+        comm.allReduce(buf, buf, kCount, DataType::kFloat32, RedOp::kSum);
+      }
+      io.say("error", "none");
+      return kChildCheckFailed;
+    } catch (const Error& e) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      io.say("error", e.what());
+      const bool named = std::string(e.what()).find("rank 2") != std::string::npos;
+      if (!named || seconds > 15) return kChildCheckFailed;
+    }
+    for (size_t i = 0; i < kCount; ++i) buf[i] = 1.0f;  // still this process's memory
+    memFree(buf);
+    return kChildOk;
+  });
+  auto results = job.finish(60);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[r].exitCode, kChildOk) << "rank " << r << ": " << results[r].describe();
+  }
+  EXPECT_EQ(results[2].exitCode, -SIGKILL) << results[2].describe();
 }
 
 // Ranks as threads of one process map each other's memAlloc buffers the same way (through
