@@ -74,6 +74,7 @@ std::string serializeDescriptor(const RankDescriptor& d) {
   };
   add("host", text::escape(d.host));
   add("hostname", text::escape(d.hostname));
+  add("machine", text::escape(d.machine));
   add("cpus", text::escape(d.cpus));
   add("numa", std::to_string(d.numa));
   add("gpu", std::to_string(d.gpu));
@@ -114,6 +115,8 @@ RankDescriptor parseDescriptor(const std::string& line) {
       seenHost = true;
     } else if (key == "hostname") {
       d.hostname = *value;
+    } else if (key == "machine") {
+      d.machine = *value;
     } else if (key == "cpus") {
       d.cpus = *value;
     } else if (key == "numa") {

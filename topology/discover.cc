@@ -278,6 +278,7 @@ RankDescriptor localDescriptor() {
   RankDescriptor d;
   d.host = hostFingerprint();
   d.hostname = shortHostname();
+  d.machine = machineFingerprint();
   d.cpus = cpuSetText();
   d.packages = hw.packages;
   d.numaNodes = hw.numaNodes;

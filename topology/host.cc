@@ -10,14 +10,18 @@
 
 namespace braid::topology {
 
+std::string machineFingerprint() {
+  std::string bootId;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, bootId);
+  return bootId;
+}
+
 std::string hostFingerprint() {
   if (auto name = envString("BRAID_HOSTNAME")) return *name;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  std::string bootId;
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::getline(in, bootId);
-  return std::string(host) + "/" + bootId;
+  return std::string(host) + "/" + machineFingerprint();
 }
 
 std::string cpuSetText() {

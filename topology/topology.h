@@ -16,6 +16,10 @@ namespace braid::topology {
 /// hostname plus the kernel boot id (two containers with one hostname on different machines
 /// differ). Ranks with equal fingerprints may use shared memory.
 std::string hostFingerprint();
+/// Identifies the machine (the kernel's boot id), whatever host name a rank poses as: ranks in
+/// network namespaces or containers of one machine share its CPUs though their hosts differ.
+/// "" when the boot id cannot be read.
+std::string machineFingerprint();
 
 /// The CPUs this thread may run on (sched_getaffinity), as a comma-separated list of indices.
 std::string cpuSetText();
@@ -43,6 +47,7 @@ struct Device {
 struct RankDescriptor {
   std::string host;      ///< hostFingerprint(): equal on ranks of one node
   std::string hostname;  ///< display name (BRAID_HOSTNAME or gethostname())
+  std::string machine;   ///< machineFingerprint(): equal on ranks sharing one kernel's CPUs
   std::string cpus;      ///< cpuSetText() of the describing thread
   int numa = -1;         ///< the NUMA node holding all of `cpus`, -1 unknown or several
   int gpu = -1;          ///< local GPU index this rank drives, -1 for host memory

@@ -100,6 +100,11 @@ def run_mpi(a, tmp, i):
     return b["time_us"], b["busbw"], wrong, None, (o["time_us"], o["busbw"], row.get("algo"))
 
 
+def rounds_text(runs):
+    """Each run's time in ms (or why it could not run), in run order."""
+    return " ".join(f"{r[0] / 1e3:.0f}" if not isinstance(r, str) else "failed" for r in runs)
+
+
 def median_of(results):
     ok = [r for r in results if not isinstance(r, str)]
     if not ok:
@@ -115,7 +120,7 @@ def main():
     p.add_argument("--name", default="bhr", help="cluster name (namespace prefix)")
     p.add_argument("--hosts", type=int, default=2)
     p.add_argument("--ranks-per-host", type=int, default=2)
-    p.add_argument("--rate", default="1gbit")
+    p.add_argument("--rate", default="1gbit", help="tbf rate of each host link; none: unshaped")
     p.add_argument("--delay-ms", type=float, default=0,
                    help="one-way switch delay (braid-cluster's userspace switch)")
     p.add_argument("--size", default="64M")
@@ -134,7 +139,9 @@ def main():
     # SIGTERM/SIGHUP unwind like Ctrl-C, so the finally below always tears the cluster down.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.default_int_handler)
-    r = tool(["up", "--name", a.name, "--hosts", str(a.hosts), "--rate", a.rate]
+    shaped = a.rate not in ("", "none")
+    r = tool(["up", "--name", a.name, "--hosts", str(a.hosts)]
+             + (["--rate", a.rate] if shaped else [])
              + (["--delay-ms", str(a.delay_ms)] if a.delay_ms else []))
     if r.returncode != 0:
         sys.exit(f"hier_vs_ring: cannot bring the cluster up: {r.stderr.strip()}")
@@ -147,12 +154,15 @@ def main():
         link = json.loads(bw.stdout)["median_bits_per_second"] / 8  # bytes/s
         print(f"link bound: TCP stream h0 -> h1, {a.stream_bytes} x 3, median "
               f"{link * 8 / 1e6:.0f} Mbit/s = {link / 1e6:.1f} MB/s", flush=True)
-        results = {}
+        results, rounds = {}, {}
         with tempfile.TemporaryDirectory() as tmp:
             for algo in ("ring", "hier"):
-                results[algo] = median_of([run_braid(a, algo, tmp, i) for i in range(a.runs)])
+                runs = [run_braid(a, algo, tmp, i) for i in range(a.runs)]
+                rounds[algo] = runs
+                results[algo] = median_of(runs)
                 print(f"  {algo}: {results[algo]}", flush=True)
             mpi = [run_mpi(a, tmp, i) for i in range(a.runs)]
+            rounds["mpi"] = mpi
             results["mpi"] = median_of(mpi)
             print(f"  mpi: {results['mpi']}", flush=True)
             auto = [m[4] for m in mpi if not isinstance(m, str)]
@@ -162,7 +172,8 @@ def main():
     per_dir = 2 * (n_hosts - 1) / n_hosts * size
     lines = [
         f"all_reduce of {a.size} float on {a.hosts} hosts x {a.ranks_per_host} ranks "
-        f"({ranks} ranks), host links shaped to {a.rate} with tbf"
+        f"({ranks} ranks), "
+        + (f"host links shaped to {a.rate} with tbf" if shaped else "host links unshaped (veth)")
         + (f", {a.delay_ms:g} ms one-way delay" if a.delay_ms else "")
         + f"; link bound (TCP stream) {link * 8 / 1e6:.0f} Mbit/s; "
         f"minimum inter-host bytes per direction "
@@ -170,27 +181,28 @@ def main():
         f"median of {a.runs} run(s)" + (f"; braid runs with {' '.join(a.env)}" if a.env else "")
         + ".", "",
         "| variant | time (ms) | busbw (GB/s) | #wrong | inter-host MB/s per direction | "
-        "of link bound | lower-bound time (ms) | h0 sent per op (MiB) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        "of link bound | lower-bound time (ms) | h0 sent per op (MiB) | rounds (ms) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     names = {"ring": "braid ring (BRAID_ALGO=ring)", "hier": "braid hier (BRAID_ALGO=hier)",
              "mpi": "MPI_Allreduce (Open MPI, tcp)"}
     for key in ("ring", "hier", "mpi"):
         res = results[key]
         if isinstance(res, str):
-            lines.append(f"| {names[key]} | cannot run: {res} | | | | | | |")
+            lines.append(f"| {names[key]} | cannot run: {res} | | | | | | | |")
             continue
         t_us, busbw, wrong, wire = res
         achieved = per_dir / (t_us / 1e6)
         wire_text = f"{wire / 2**20:.1f}" if wire is not None else "n/a"
         lines.append(f"| {names[key]} | {t_us / 1e3:.1f} | {busbw:.3f} | {wrong} | "
                      f"{achieved / 1e6:.1f} | {achieved / link:.2f} | "
-                     f"{per_dir / link * 1e3:.0f} | {wire_text} |")
+                     f"{per_dir / link * 1e3:.0f} | {wire_text} | {rounds_text(rounds[key])} |")
     if auto:
         t_us = statistics.median(x[0] for x in auto)
         achieved = per_dir / (t_us / 1e6)
         lines.append(f"| braid auto under mpirun ({auto[0][2]}) | {t_us / 1e3:.1f} | "
                      f"{statistics.median(x[1] for x in auto):.3f} | | {achieved / 1e6:.1f} | "
-                     f"{achieved / link:.2f} | {per_dir / link * 1e3:.0f} | n/a |")
+                     f"{achieved / link:.2f} | {per_dir / link * 1e3:.0f} | n/a | "
+                     f"{' '.join(f'{x[0] / 1e3:.0f}' for x in auto)} |")
     text = "\n".join(lines)
     print()
     print(text)

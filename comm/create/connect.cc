@@ -86,7 +86,10 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
       "channel(s), {} local ranks{})",
       rank, state.size, meeting.jobId, meeting.hosts[rank], state.nodeOf[rank], plan.nodes,
       plan.config.slotBytes, plan.config.slots, plan.config.channels, plan.localRanks,
-      plan.oversubscribed ? ", more than cores: waits yield" : "");
+      plan.oversubscribed
+          ? fmt::format(", {} ranks on this machine, more than its cores: waits yield",
+                        plan.machineRanks)
+          : std::string());
 }
 
 }  // namespace braid::create

@@ -24,6 +24,23 @@ int numberNodes(const std::vector<std::string>& hosts, std::vector<int>* nodeOf)
 
 }  // namespace
 
+MachineShare machineShare(const Meeting& meeting, int rank) {
+  // The ranks sharing this rank's CPUs are those on its machine (one kernel), whatever transport
+  // joins them and whatever host they pose as: network namespaces or containers of one machine
+  // share its cores though their hosts differ (4 namespace hosts x 2 ranks on 2 cores are 8
+  // ranks on 2 cores). A rank that names no machine counts by host.
+  const auto& self = meeting.descriptors[rank];
+  std::vector<std::string> cpus;
+  for (size_t q = 0; q < meeting.descriptors.size(); ++q) {
+    const auto& peer = meeting.descriptors[q];
+    const bool same = self.machine.empty() || peer.machine.empty()
+                          ? meeting.hosts[q] == meeting.hosts[rank]
+                          : peer.machine == self.machine;
+    if (same) cpus.push_back(peer.cpus);
+  }
+  return {static_cast<int>(cpus.size()), topology::cpuCountOfUnion(cpus)};
+}
+
 Plan plan(CommState& state, const Meeting& meeting, const Joining& joining) {
   const int rank = state.rank, size = state.size;
   ResolvedOptions& options = state.options;
@@ -58,17 +75,11 @@ Plan plan(CommState& state, const Meeting& meeting, const Joining& joining) {
   if (auto loaded = topology::graphFromEnvironment(size)) graph = std::move(*loaded);
   topology::dumpGraphIfAsked(graph, rank);
   state.tunerModel = comm::makeTunerModel(std::move(graph));
-  // Do the ranks of this host outnumber the cores they may run on together (mpirun binding one
-  // rank per core is not oversubscribed; 4 unbound ranks on 2 cores are)? The ranks of this
-  // host whatever transport joins them (a forced tcp or ofi shares the cores as shm does).
-  std::vector<std::string> localCpus;
-  for (int q = 0; q < size; ++q) {
-    if (meeting.hosts[q] == meeting.hosts[rank]) {
-      localCpus.push_back(meeting.cpus[q]);
-    }
-  }
-  plan.localRanks = static_cast<int>(localCpus.size());
-  plan.oversubscribed = plan.localRanks > topology::cpuCountOfUnion(localCpus);
+  plan.localRanks = 0;
+  for (int q = 0; q < size; ++q) plan.localRanks += meeting.hosts[q] == meeting.hosts[rank];
+  const MachineShare share = machineShare(meeting, rank);
+  plan.machineRanks = share.ranks;
+  plan.oversubscribed = share.ranks > share.cpus;
   return plan;
 }
 

@@ -156,7 +156,6 @@ Meeting rendezvous(const CommState& state, const Joining& joining) {
   store.set(key("secret-proof", rank), proof);
   store.set(key("settings", rank), settings);
   store.set(key("host", rank), host);
-  store.set(key("cpus", rank), topology::cpuSetText());
   store.set(key("topo", rank), topology::serializeDescriptor(self));
 
   const Deadline deadline = Deadline::after(timeout);
@@ -203,10 +202,6 @@ Meeting rendezvous(const CommState& state, const Joining& joining) {
   for (int q = 0; q < size; ++q) {
     meeting.descriptors[q] = topology::parseDescriptor(peerValue(q, "topo"));
     meeting.descriptors[q].host = meeting.hosts[q];  // Options::hostName may pose as another host
-  }
-  meeting.cpus.resize(size);
-  for (int q = 0; q < size; ++q) {
-    if (meeting.hosts[q] == host) meeting.cpus[q] = peerValue(q, "cpus");
   }
   return meeting;
 }

@@ -29,8 +29,6 @@ struct Meeting {
   std::string jobId;  ///< names shm segments and transport keys
   std::vector<std::string> hosts;
   std::vector<topology::RankDescriptor> descriptors;
-  /// cpuSetText() of the ranks on this rank's host ("" for the others).
-  std::vector<std::string> cpus;
 };
 
 /// Meets the other ranks in state.store. Throws naming the peer that did not publish in time,
@@ -42,8 +40,18 @@ struct Plan {
   transport::EndpointConfig config;
   int nodes = 1;
   int localRanks = 1;           ///< ranks sharing memory with this one (itself included)
-  bool oversubscribed = false;  ///< local ranks outnumber their CPUs: waits yield
+  int machineRanks = 1;         ///< ranks on this machine (kernel), whatever host they pose as
+  bool oversubscribed = false;  ///< the machine's ranks outnumber their CPUs: waits yield
 };
+
+/// The ranks on `rank`'s machine and how many CPUs they may run on together. More ranks than
+/// CPUs (mpirun binding one rank per core is not; 4 unbound ranks on 2 cores are) makes waits
+/// yield: comm/engine/program_runner.cc.
+struct MachineShare {
+  int ranks = 1;
+  int cpus = 1;
+};
+MachineShare machineShare(const Meeting& meeting, int rank);
 
 /// Sets state.nodeOf, the multi-node slot and lane defaults and state.tunerModel.
 Plan plan(CommState& state, const Meeting& meeting, const Joining& joining);

@@ -21,16 +21,16 @@ inline void cpuRelax() {
 #endif
 }
 
-// Idle policy, for the first kActiveWait of a wait:
-// - ranks on this host outnumber the cores they run on: yield at once and again (the peer we wait
-//   for is often runnable but not running, and sched_yield hands it the core);
+// Idle policy, for the first active window of a wait (BRAID_SPIN_US; with ranks outnumbering
+// cores shorter while waits outlast it: comm/engine/active_window.h):
+// - ranks on this machine outnumber the cores they run on: yield at once and again (the peer we
+//   wait for is often runnable but not running, and sched_yield hands it the core);
 // - otherwise: spin (the peer runs on its own core; yielding would hand our core to an unrelated
 //   process for a whole time slice on a busy machine).
 // Then sleep on the doorbell in short slices, so abort and dead peers are noticed within ~20 ms
 // and a long wait costs no CPU.
 constexpr int kSpinRounds = 256;
 constexpr int kOversubscribedSpinRounds = 8;
-// BRAID_SPIN_US overrides how long a wait stays active before sleeping.
 const Clock::duration kActiveWait = std::chrono::microseconds(envInt("BRAID_SPIN_US", 2000));
 constexpr auto kSleepSlice = std::chrono::milliseconds(20);
 constexpr auto kPeerCheckEvery = std::chrono::milliseconds(50);
@@ -45,7 +45,8 @@ ProgramRunner::ProgramRunner(transport::Endpoint& endpoint, const std::atomic<bo
       rank_(endpoint.rank()),
       size_(endpoint.size()),
       oversubscribed_(oversubscribed),
-      deferred_(engine.deferred()) {
+      deferred_(engine.deferred()),
+      activeWindow_(kActiveWait, /*adapts=*/oversubscribed) {
   gatherSrcs_.resize(size_);
   sentTo_ = std::make_unique<std::atomic<uint64_t>[]>(size_);
   receivedFrom_ = std::make_unique<std::atomic<uint64_t>[]>(size_);
@@ -634,6 +635,7 @@ bool ProgramRunner::runCursors() {
   for (const Cursor& c : cursors_) unfinished += c.done() ? 0 : 1;
   int idle = 0;
   bool announced = false;  // onWaiting_ told about this idle period
+  bool pastWindow = false;  // this idle period outlasted the active window
   Clock::time_point lastProgress{}, lastPeerCheck{};
   for (;;) {
     if (feed_ != nullptr) {
@@ -644,8 +646,10 @@ bool ProgramRunner::runCursors() {
     if (feed_ != nullptr && feed_->pause()) return false;  // no pieces pending between sweeps
     const bool progressed = advanceAll(&unfinished);
     if (progressed || unfinished == 0) {
+      if (idle >= spinRounds_) activeWindow_.ended(Clock::now() - lastProgress, pastWindow);
       idle = 0;
       announced = false;
+      pastWindow = false;
       continue;
     }
     ++idle;
@@ -659,7 +663,7 @@ bool ProgramRunner::runCursors() {
       lastPeerCheck = now;
     }
     if (aborted_.load(std::memory_order_relaxed)) slowPathChecks(args, false);
-    if (now - lastProgress < kActiveWait) {
+    if (now - lastProgress < activeWindow_.window()) {
       if (oversubscribed_) {
         sched_yield();
       } else {
@@ -667,6 +671,7 @@ bool ProgramRunner::runCursors() {
       }
       continue;
     }
+    pastWindow = true;
     const bool checkPeers = now - lastPeerCheck >= kPeerCheckEvery;
     if (checkPeers) lastPeerCheck = now;
     if (!probed_) sendProbes(args);
@@ -689,8 +694,10 @@ bool ProgramRunner::runCursors() {
     const auto until = moved ? now : std::min(now + kSleepSlice, lastProgress + timeout);
     ep_.sleep(ticket, until);
     if (moved) {
+      activeWindow_.ended(Clock::now() - lastProgress, true);
       idle = 0;
       announced = false;
+      pastWindow = false;
     }
   }
 }

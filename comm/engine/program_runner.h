@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "comm/engine/active_window.h"
 #include "comm/engine/header.h"
 #include "comm/schedule/schedule.h"
 #include "transport/transport.h"
@@ -269,6 +270,7 @@ class ProgramRunner {
   bool oversubscribed_ = false;
   bool deferred_ = false;
   int spinRounds_ = 0;
+  ActiveWindow activeWindow_;  // how long a wait stays active before it sleeps
   bool probed_ = false;         // this run sent its probes
   std::deque<Cursor> cursors_;  // a deque: joining lanes leave the others' addresses alone
   std::vector<Pending> pending_;

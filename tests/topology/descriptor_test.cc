@@ -1,6 +1,8 @@
 // Rank descriptors: the one-line form round-trips, and bad lines name the field.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "common/error.h"
 #include "topology/topology.h"
 
@@ -11,6 +13,7 @@ RankDescriptor sample() {
   RankDescriptor d;
   d.host = "node a=b%c/0e1f-boot id";
   d.hostname = "node a, #1 [x]";
+  d.machine = "0e1f-boot id=%";
   d.cpus = "0,1,2,5";
   d.numa = 1;
   d.gpu = 3;
@@ -39,6 +42,18 @@ TEST(Descriptor, RoundTrips) {
   EXPECT_EQ(parseDescriptor(serializeDescriptor(empty)), empty);
   RankDescriptor local = localDescriptor();
   EXPECT_EQ(parseDescriptor(serializeDescriptor(local)), local);
+}
+
+TEST(Descriptor, MachineIsTheKernelsWhateverTheHost) {
+  ::setenv("BRAID_HOSTNAME", "posing-host", 1);
+  const RankDescriptor posing = localDescriptor();
+  ::unsetenv("BRAID_HOSTNAME");
+  const RankDescriptor plain = localDescriptor();
+  EXPECT_EQ(posing.host, "posing-host");
+  EXPECT_NE(plain.host, posing.host);
+  EXPECT_EQ(plain.machine, posing.machine);  // one kernel: one machine
+  EXPECT_EQ(plain.machine, machineFingerprint());
+  EXPECT_NE(plain.host.find(plain.machine), std::string::npos) << plain.host;
 }
 
 TEST(Descriptor, UnknownFieldsAreIgnored) {
