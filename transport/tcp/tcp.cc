@@ -25,7 +25,7 @@ namespace braid::transport::tcp {
 
 namespace {
 
-constexpr int kSpinPolls = 100;       // empty rounds before the progress thread sleeps
+constexpr int kSpinPolls = 0;  // as ofi and verbs: users read the sockets themselves (pollSoon)
 constexpr int kStopSleepMillis = 10;  // its sleep while stopping
 
 }  // namespace
@@ -93,6 +93,15 @@ void TcpTransport::startNetwork() {
                 errno);
     }
   }
+}
+
+void TcpTransport::pollSoon() {
+  // While the progress thread runs it reads the sockets anyway: a second reader only contends
+  // for the mutex and burns the cores the peers need (as ucx). While it sleeps, a waiting user
+  // takes an arrival without a thread switch.
+  if (!wake_.sleeping()) return;
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock()) test(1);
 }
 
 void TcpTransport::peerDied(NetworkPeer& peer, bool protocolError) {

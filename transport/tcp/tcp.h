@@ -51,7 +51,10 @@ class TcpTransport final : public TcpBase {
   // peerAlive (ChannelEndpoint): false once the peer's connection closed, reset, or broke the
   // protocol.
 
-  // tagged_channels.h's owner hooks: flushSoon and pollSoon (ChannelEndpoint), and:
+  // tagged_channels.h's owner hooks: flushSoon (ChannelEndpoint), and:
+  /// tryAcquire/tryPeek found nothing: reads the ready sockets, but only while the progress
+  /// thread sleeps (tcp.cc).
+  void pollSoon();
   void* slotsAllocated(void*, size_t, bool) { return nullptr; }  // nothing to register
   static constexpr const char* kName = "tcp";
 
