@@ -3,9 +3,11 @@
 //   even: a connecting peer's handshake, checked like acceptPeers() does (helloError(), then the
 //         job id and secret).
 //   odd:  the frames of a connected peer, judged like readIn() does (headerError(), then
-//         creditError() or dataError() against the link's counters) and their payloads copied
-//         into the slots and abort reason the checks sized.
+//         a credit like ChannelEndpoint::onCredit (network/message_wire.h's creditError(): never
+//         past what was posted; a lower one is ignored) or dataError() against the link's
+//         counters) and their payloads copied into the slots and abort reason the checks sized.
 // braid::Error is an expected refusal; anything else that escapes is a finding.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -57,8 +59,12 @@ void frames(const char* data, size_t size) {
     size -= sizeof h;
     if (!tcp::headerError(h, fz::kChannels).empty()) return;  // the link dies
     if (h.type == tcp::kCredit) {
-      if (!tcp::creditError(h, link.credited[h.channel], fz::kPosted).empty()) return;
-      link.credited[h.channel] = h.length;
+      braid::transport::net::ControlHeader credit;
+      credit.type = braid::transport::net::kCredit;
+      credit.channel = h.channel;
+      credit.value = h.length;
+      if (!braid::transport::net::creditError(credit, fz::kChannels, fz::kPosted).empty()) return;
+      link.credited[h.channel] = std::max(link.credited[h.channel], h.length);
       continue;
     }
     char* dst;

@@ -1,4 +1,4 @@
-// The one channel endpoint of the network backends over net.h's calls (ucx, ofi, verbs): the
+// The one channel endpoint of the network backends over net.h's calls (tcp, ucx, ofi, verbs): the
 // pump that issues posted sends, re-posts released receives and returns credits, written once;
 // the hello, credits, aborts and heartbeats taken from the wire; the user-driven progress (a user that posts
 // or releases runs the pump itself; one that finds nothing reads the queue if no one holds it);
@@ -15,7 +15,7 @@
 //    it was re-armed (returned <= reposted, and reposted moves only past an irecv that took), each
 //    after the user released that slot (reposted <= released). Credits are cumulative and only
 //    raise credited (takeCredit), so a late or repeated credit never lowers it; verbs writes
-//    them on one queue pair, in order.
+//    them on one queue pair, in order, tcp on the peer's one socket.
 // 2. Each message is issued once and in order: issued moves under the mutex, past an isend that
 //    took it; a refused one (kNotNow) is retried from the same count.
 // 3. No work is lost or left asleep: every post and release runs the pump under the mutex on the

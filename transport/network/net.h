@@ -1,4 +1,4 @@
-// The network layer's interface: the calls a network backend (ucx, ofi, verbs) implements and
+// The network layer's interface: the calls a network backend (tcp, ucx, ofi, verbs) implements and
 // the one channel endpoint (channel_endpoint.h) drives. Shaped like NCCL's net plugin
 // (ncclNet_v8: listen / connect / accept, regMr, isend / irecv returning a request or "not now",
 // test, close), with what braid needs beyond it: a sleep on the network's wait fd for the
@@ -67,14 +67,16 @@ class Net {
   virtual Issue isend(SendCh& channel, uint64_t n) = 0;
   /// irecv, persistent: receive slot `slot` of `channel` is free again, ready for the message
   /// K later. A posted receive re-posted (ucx, ofi tagged), or nothing where the peer writes
-  /// the slot (ofi RMA, verbs: the slot's address and key were published at connect).
+  /// the slot (ofi RMA, verbs: the slot's address and key were published at connect; tcp: the
+  /// reader copies each frame into its channel's next slot).
   virtual Issue irecv(RecvCh& channel, uint32_t slot) = 0;
   /// The clear-to-send: every receive of `channel` below `count` is posted again, so the peer
   /// may have messages up to count + K - 1 in flight. By message (ucx: an active message; ofi:
-  /// a control message) or by remote write into the sender's control block (verbs).
+  /// a control message; tcp: a credit frame) or by remote write into the sender's control block
+  /// (verbs).
   virtual Issue credit(Peer& peer, int channel, uint64_t count) = 0;
   /// A control message: kAbort (payload: this rank's reason), kHeartbeat (none) or kHello (the
-  /// hello payload; ucx and ofi at connect).
+  /// hello payload; ucx and ofi at connect). tcp sends only kAbort (its handshake is its own).
   virtual Issue control(Peer& peer, ControlType type, const std::string& payload) = 0;
   /// test, for every request at once: reads the completions (at most `rounds` batches) and
   /// hands them to the endpoint (sent, onArrived, onWritten, onCredit, takeControl); true if

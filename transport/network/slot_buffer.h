@@ -1,4 +1,5 @@
-// Slot memory of the tagged-message backends (ucx, ofi): 64-byte aligned, freed with free().
+// Slot memory of the network backends' channels (tagged_channels.h): 64-byte aligned, freed with
+// free().
 #pragma once
 
 #include <cstdlib>

@@ -1,5 +1,6 @@
-// The channels of the backends that send each slot as one tagged message into a receive the peer
-// pre-posted for it (ucx, ofi): K slots of SlotHeader + payload per channel and the credit
+// The channels of the network backends (tcp, ucx, ofi, verbs): each slot goes as one message into
+// a receive the peer pre-posted for it (ucx, ofi tagged) or straight into the peer's slot (ofi
+// RMA, verbs: a remote write; tcp: a frame its reader copies into the slot): K slots of SlotHeader + payload per channel and the credit
 // counters. A sender posts at most K messages not yet released by the receiver; the receiver
 // re-posts a slot's receive when it is released and sends the cumulative released count back as
 // a credit. Who issues sends and re-posts receives is the backend's `Owner` (a ChannelEndpoint,

@@ -82,7 +82,7 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   const int rank = config_.rank;
   // 1. Connect to every higher tcp peer and say hello.
   for (int p = rank + 1; p < config_.size; ++p) {
-    if (!links_[p]) continue;
+    if (!peers_[p]) continue;
     std::string key = fmt::format("{}/tcp/{}", config_.jobId, p);
     std::string where;
     where = getPeerKey(kv, key, deadline, rank, p, "tcp", "publish its address");
@@ -121,7 +121,7 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
         poll(nullptr, 0, std::min(20, deadline.millisLeft()));
       }
     }
-    links_[p]->fd = fd;
+    peers_[p]->fd = fd;
     std::string hello = encodeHello(config_.size, rank, p, config_.jobId, config_.secret);
     BRAID_ENFORCE(writeAll(fd, hello.data(), hello.size(), deadline), ErrorCode::kRemoteError,
                   "rank {}: tcp handshake to peer rank {} at {} failed while sending", rank, p,
@@ -131,19 +131,20 @@ void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
   acceptPeers(deadline);
   // 3. Every higher peer acknowledges our hello.
   for (int p = rank + 1; p < config_.size; ++p) {
-    if (!links_[p]) continue;
+    if (!peers_[p]) continue;
     Ack ack;
-    bool ok = readAll(links_[p]->fd, reinterpret_cast<char*>(&ack), sizeof ack, deadline);
+    bool ok = readAll(peers_[p]->fd, reinterpret_cast<char*>(&ack), sizeof ack, deadline);
     BRAID_ENFORCE(ok && ack.magic == kAckMagic && ack.rank == p, ErrorCode::kRemoteError,
                   "rank {}: tcp handshake with peer rank {}: {}", rank, p,
                   deadline.expired() ? "timed out waiting for its acknowledgement"
                                      : "it closed the connection (secret/job/size mismatch?)");
   }
-  for (auto& link : links_) {
-    if (link) setNoDelay(link->fd);
+  for (auto& peer : peers_) {
+    if (peer) setNoDelay(peer->fd);
   }
   close(listenFd_);  // every peer is here; later strays are refused by the kernel
   listenFd_ = -1;
+  connected_ = true;
 }
 
 void TcpTransport::acceptPeers(Deadline deadline) {
@@ -159,7 +160,7 @@ void TcpTransport::acceptPeers(Deadline deadline) {
   };
   std::vector<Pending> pending;
   int missing = 0;
-  for (int p = 0; p < rank; ++p) missing += links_[p] ? 1 : 0;
+  for (int p = 0; p < rank; ++p) missing += peers_[p] ? 1 : 0;
 
   auto reject = [&](Pending& c, const std::string& why) {
     BRAID_WARN("rank {}: rejected a tcp connection from {}: {}", rank, c.from, why);
@@ -171,7 +172,7 @@ void TcpTransport::acceptPeers(Deadline deadline) {
     if (deadline.expired()) {
       std::string who;
       for (int p = 0; p < rank; ++p) {
-        if (links_[p] && links_[p]->fd < 0) who += (who.empty() ? "" : ", ") + std::to_string(p);
+        if (peers_[p] && peers_[p]->fd < 0) who += (who.empty() ? "" : ", ") + std::to_string(p);
       }
       for (auto& c : pending) close(c.fd);
       fail(ErrorCode::kTimeout,
@@ -220,10 +221,10 @@ void TcpTransport::acceptPeers(Deadline deadline) {
         std::memcpy(&c.hello, c.buf.data(), sizeof(Hello));
         const Hello& h = c.hello;
         std::string why = helloError(h, config_.size, rank, [&](int peer) -> std::string {
-          if (!links_[peer]) {
+          if (!peers_[peer]) {
             return fmt::format("rank {} is not a tcp peer that connects to rank {}", peer, rank);
           }
-          if (links_[peer]->fd >= 0) return fmt::format("rank {} is already connected", peer);
+          if (peers_[peer]->fd >= 0) return fmt::format("rank {} is already connected", peer);
           return "";
         });
         if (!why.empty()) {
@@ -250,7 +251,7 @@ void TcpTransport::acceptPeers(Deadline deadline) {
         reject(c, "closed before the acknowledgement");
         continue;
       }
-      links_[c.hello.rank]->fd = c.fd;
+      peers_[c.hello.rank]->fd = c.fd;
       c.fd = -1;
       --missing;
     }

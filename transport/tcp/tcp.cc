@@ -1,14 +1,12 @@
 // The tcp transport. One connection per peer pair (the lower rank connects), all channel indices
-// multiplexed on it as frames (transport/tcp/wire.h). A progress thread per endpoint polls every
-// socket (epoll, non-blocking I/O): it writes posted send slots as kData frames, reads kData frames
-// straight into the receiver's K slots of the channel, and returns kCredit frames (cumulative
-// released count) as the user releases slots; a sender has at most K messages not yet released
-// by the receiver per channel. It rings the endpoint's doorbell on every arrival, credit, abort
-// and connection loss. User threads wake it through an eventfd only when it announced a sleep
-// (the doorbell's Dekker protocol again); post() and release() write their frame from the calling
-// thread when nobody else is writing that socket, so a message costs no thread switch on the
-// sending side. This file: setup and the calls user threads make; connect.cc: the handshake;
-// progress.cc: the progress thread.
+// multiplexed on it as frames (transport/tcp/wire.h), driven by ChannelEndpoint like ucx, ofi and
+// verbs: a post or a release runs the pump on the user's thread, which writes the posted slot as a
+// kData frame (or a kCredit frame: the cumulative released count) into the socket at once; the
+// progress thread (or a user thread that finds nothing) reads the ready sockets, copying kData
+// frames straight into the receiver's K slots of the channel, and rings the endpoint's doorbell
+// on every arrival, credit, abort and connection loss. A sender has at most K messages not yet
+// released by the receiver per channel. This file: setup and the hooks; connect.cc: the
+// handshake; writer.cc and reader.cc: net.h's calls; teardown.cc: the destroy.
 #include "transport/tcp/tcp.h"
 
 #include <arpa/inet.h>
@@ -27,14 +25,13 @@ namespace braid::transport::tcp {
 
 namespace {
 
-constexpr int kSpinPolls = 100;       // empty rounds before the progress thread sleeps
-constexpr int kStopSleepMillis = 10;  // its sleep while flushing on destroy
+constexpr int kSpinPolls = 0;  // as ofi and verbs: users read the sockets themselves (pollSoon)
+constexpr int kStopSleepMillis = 10;  // its sleep while stopping
 
 }  // namespace
 
 TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
-    : NetworkEndpoint(config, "tcp", SpinPolicy{kSpinPolls, {}}, kStopSleepMillis),
-      links_(config.size) {
+    : TcpBase(config, kName, SpinPolicy{kSpinPolls, {}}, kStopSleepMillis) {
   const int rank = config.rank;
   listenFd_ = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listenFd_ < 0) failErrno(fmt::format("rank {}: tcp socket()", rank), errno);
@@ -57,23 +54,14 @@ TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
   socklen_t len = sizeof addr;
   getsockname(listenFd_, reinterpret_cast<sockaddr*>(&addr), &len);
   std::string host = config.advertiseAddress.empty() ? "127.0.0.1" : config.advertiseAddress;
-  for (int p = 0; p < config.size; ++p) {
-    if (p == rank || config.peerKinds[p] != Kind::kTcp) continue;
-    links_[p] = std::make_unique<PeerLink>();
-    links_[p]->rank = p;
-    trackPeer(links_[p].get());
-  }
-  sends_.resize(static_cast<size_t>(config.size) * config.channels);
-  recvs_.resize(static_cast<size_t>(config.size) * config.channels);
-  for (int p = 0; p < config.size; ++p) {
-    if (!links_[p]) continue;
-    for (int c = 0; c < config.channels; ++c) {
-      PeerLink* link = links_[p].get();
-      sends_[p * config.channels + c] = std::make_unique<TcpSendChannel>(this, link, config, p);
-      recvs_[p * config.channels + c] = std::make_unique<TcpRecvChannel>(this, link, config, p);
-    }
-  }
   try {
+    for (int p = 0; p < config.size; ++p) {
+      if (p == rank || config.peerKinds[p] != Kind::kTcp) continue;
+      peers_[p] = std::make_unique<PeerState>();
+      peers_[p]->rank = p;
+      trackPeer(peers_[p].get());
+    }
+    addChannels();
     kv.set(fmt::format("{}/tcp/{}", config.jobId, rank),
            fmt::format("{}:{}", host, ntohs(addr.sin_port)));
   } catch (...) {
@@ -83,9 +71,10 @@ TcpTransport::TcpTransport(const EndpointConfig& config, KeyValue& kv)
 }
 
 TcpTransport::~TcpTransport() {
-  stopProgressThread();  // flushes what was posted first (finishStopping)
-  for (auto& link : links_) {
-    if (link && link->fd >= 0) close(link->fd);
+  stopProgressThread();  // its last round issues what was posted (finishStopping)
+  closeConnections();    // delivers it (bounded), half-closes, lingers for the acks
+  for (auto& peer : peers_) {
+    if (peer && peer->fd >= 0) close(peer->fd);
   }
   if (listenFd_ >= 0) close(listenFd_);
   if (epollFd_ >= 0) close(epollFd_);
@@ -94,46 +83,31 @@ TcpTransport::~TcpTransport() {
 void TcpTransport::startNetwork() {
   epollFd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epollFd_ < 0) failErrno(fmt::format("rank {}: epoll_create1", config_.rank), errno);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = UINT64_MAX;
-  epoll_ctl(epollFd_, EPOLL_CTL_ADD, wake_.fd(), &ev);
-  for (auto& link : links_) {
-    if (!link) continue;
+  for (auto& peer : peers_) {
+    if (!peer) continue;
+    epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.u64 = static_cast<uint64_t>(link->rank);
-    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, link->fd, &ev) != 0) {
-      failErrno(fmt::format("rank {}: epoll_ctl for peer rank {}", config_.rank, link->rank),
+    ev.data.u64 = static_cast<uint64_t>(peer->rank);
+    if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, peer->fd, &ev) != 0) {
+      failErrno(fmt::format("rank {}: epoll_ctl for peer rank {}", config_.rank, peer->rank),
                 errno);
     }
   }
 }
 
-SendChannel& TcpTransport::send(int peer, int channel) {
-  return *sends_[peer * config_.channels + channel];
-}
-
-RecvChannel& TcpTransport::recv(int peer, int channel) {
-  return *recvs_[peer * config_.channels + channel];
-}
-
-void TcpTransport::flushSoon(PeerLink& link) {
-  // Writing from the user thread saves a wake-up of the progress thread per message; when the
-  // progress thread is writing this link right now, it picks the new work up itself.
-  if (!stopping()) {
-    std::unique_lock<std::mutex> lock(link.mutex, std::try_to_lock);
-    if (lock.owns_lock()) {
-      flushOutLocked(link);
-      return;
-    }
-  }
-  wakeProgress();
+void TcpTransport::pollSoon() {
+  // While the progress thread runs it reads the sockets anyway: a second reader only contends
+  // for the mutex and burns the cores the peers need (as ucx). While it sleeps, a waiting user
+  // takes an arrival without a thread switch.
+  if (!wake_.sleeping()) return;
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock()) test(1);
 }
 
 void TcpTransport::peerDied(NetworkPeer& peer, bool protocolError) {
-  auto& link = static_cast<PeerLink&>(peer);
-  if (protocolError) shutdown(link.fd, SHUT_RDWR);
-  epoll_ctl(epollFd_, EPOLL_CTL_DEL, link.fd, nullptr);
+  auto& state = static_cast<PeerState&>(peer);
+  if (protocolError) shutdown(state.fd, SHUT_RDWR);
+  if (epollFd_ >= 0) epoll_ctl(epollFd_, EPOLL_CTL_DEL, state.fd, nullptr);
 }
 
 }  // namespace braid::transport::tcp

@@ -35,14 +35,6 @@ std::string headerError(const FrameHeader& h, int channels) {
   return "";
 }
 
-std::string creditError(const FrameHeader& h, uint64_t credited, uint64_t posted) {
-  if (h.length > posted || h.length < credited) {
-    return fmt::format("credit {} on channel {} outside [{}, {}]", h.length, h.channel, credited,
-                       posted);
-  }
-  return "";
-}
-
 std::string dataError(const FrameHeader& h, uint64_t slotBytes, uint64_t slots, uint64_t inFlight) {
   if (h.length > slotBytes) {
     return fmt::format("frame of {} bytes on channel {} exceeds the slot size {}", h.length,

@@ -2,7 +2,9 @@
 //
 // Connection: the lower rank connects to the higher one and sends Hello + jobId + secret; the
 // acceptor checks every field and answers Ack, or closes the socket. Then both directions carry
-// frames: FrameHeader, followed by `length` payload bytes for kData and kAbort.
+// frames: FrameHeader, followed by `length` payload bytes for kData and kAbort. A kCredit frame's
+// `length` is the channel's cumulative released count (ChannelEndpoint's credit; checked by
+// network/message_wire.h's creditError).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "transport/network/message_wire.h"
 #include "transport/transport.h"
 
 namespace braid::transport::tcp {
@@ -17,8 +20,8 @@ namespace braid::transport::tcp {
 inline constexpr uint64_t kHelloMagic = 0x3163746469617262ull;  // "braidtc1"
 inline constexpr uint64_t kAckMagic = 0x316b636469617262ull;    // "braidck1"
 inline constexpr uint32_t kProtocolVersion = 1;
-inline constexpr uint32_t kMaxHandshakeString = 1024;  ///< bound on jobId and secret lengths
-inline constexpr uint32_t kMaxAbortReason = 1024;
+using net::kMaxAbortReason;      ///< bound on an abort frame's reason
+using net::kMaxHandshakeString;  ///< bound on jobId and secret lengths
 
 struct Hello {
   uint64_t magic = kHelloMagic;
@@ -75,9 +78,6 @@ inline size_t handshakeBytes(const Hello& hello) {
 
 /// A frame header's type, channel (of `channels`) and, for kAbort, reason length.
 std::string headerError(const FrameHeader& h, int channels);
-/// A kCredit frame for our send channel with `credited` credits so far and `posted` messages: the
-/// count of messages released may not go back nor past what was posted.
-std::string creditError(const FrameHeader& h, uint64_t credited, uint64_t posted);
 /// A kData frame for our receive channel of `slots` slots of `slotBytes` bytes, `inFlight` of
 /// them holding messages not yet released.
 std::string dataError(const FrameHeader& h, uint64_t slotBytes, uint64_t slots, uint64_t inFlight);
