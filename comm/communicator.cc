@@ -9,6 +9,7 @@
 #include "comm/bootstrap/server.h"
 #include "comm/detail/op_rules.h"
 #include "comm/detail/p2p_group.h"
+#include "comm/detail/progress_pace.h"
 #include "comm/detail/state.h"
 #include "comm/detail/status_server.h"
 #include "common/log.h"
@@ -440,17 +441,17 @@ void CommState::runFront(std::unique_lock<std::mutex>& lock, const Request::Op* 
 
 void CommState::helpUntilDone(const std::shared_ptr<Request::Op>& target, Deadline deadline) {
   auto isDone = [&] { return target->isDone(); };
-  // An op run on this thread ends only when it completes or times out (its own timeout, from
-  // when it was submitted). A caller whose deadline comes sooner must get control back at its
-  // deadline, so it runs nothing itself: the progress thread runs the queue and this caller only
-  // waits, until its deadline.
+  // An op run on this thread ends only when it completes or times out (its own timeout). A
+  // caller whose deadline may come sooner (before now + that timeout) must get control back at
+  // its deadline, so it runs nothing itself: the progress thread runs the queue and this caller
+  // only waits, until its deadline.
   // Nor does it where callers never run ops (Medium::callersRun).
   const bool mayRun =
       callersRun &&
       (deadline.when() == Clock::time_point::max() ||
        deadline.when() >=
-           target->submitted + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(target->timeoutSeconds)));
+           Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(target->timeoutSeconds)));
   std::unique_lock<std::mutex> lock(queueMutex);
   if (!mayRun) {
     // The progress thread runs it, without its grace period: someone waits for it now.
@@ -560,7 +561,6 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forP
   op->desc = d;
   op->ticket = ticket;
   op->timeoutSeconds = options.timeoutSeconds;
-  op->submitted = Clock::now();
   queue.push_back(op);
   queuePushes.fetch_add(1, std::memory_order_relaxed);
   // A group that is running takes point-to-point ops posted meanwhile between its sweeps; its
@@ -572,13 +572,14 @@ std::shared_ptr<Request::Op> CommState::enqueueLocked(const OpDesc& d, bool forP
 }
 
 void CommState::workerLoop() {
-  // The progress thread runs queued ops nobody waits for. It leaves a fresh op alone for a short
-  // grace period, because a caller that submits and then waits runs it cheaper itself. While ops
-  // come and go it polls every millisecond instead of being woken per submit (a wake-up costs
-  // the submitting thread tens of microseconds here); after kPark of quiet it parks and the next
-  // submit wakes it. Where callers never run ops (the device), every submit wakes it, it runs ops
-  // at once and stays at normal priority.
+  // The progress thread runs queued ops nobody waits for, when comm/detail/progress_pace.h says
+  // (a short grace, longer while the caller is still submitting). While ops come and go it polls
+  // every millisecond instead of being woken per submit (a wake-up costs the submitting thread
+  // tens of microseconds here); after kPark of quiet it parks and the next submit wakes it. Where
+  // callers never run ops (the device), every submit wakes it, it runs ops at once and stays at
+  // normal priority.
   const auto grace = callersRun ? std::chrono::microseconds(100) : std::chrono::microseconds(0);
+  comm::ProgressPace pace(grace, std::chrono::milliseconds(1));
   constexpr auto kRecheck = std::chrono::milliseconds(1);
   constexpr auto kPark = std::chrono::milliseconds(50);
   // SCHED_IDLE while it only watches the queue: its polls never preempt the caller's thread, which
@@ -614,23 +615,30 @@ void CommState::workerLoop() {
       workerCv.wait_for(lock, kRecheck);
       continue;
     }
-    // A paused group: its waiter may be back in a moment (then it runs the group itself).
-    auto due = [&] {
-      return hurry ? now
-                   : (openGroup != nullptr ? groupPausedAt : queue.front()->submitted) + grace;
-    };
-    if (now < due()) {
-      workerCv.wait_until(lock, due());
+    // When the front may run. A paused group: its waiter may be back in a moment (then it runs
+    // the group itself).
+    Clock::time_point due = now;
+    if (!hurry && grace.count() > 0) {
+      due = openGroup != nullptr
+                ? groupPausedAt + grace
+                : pace.due(now, queue.front().get(), queue.front()->desc.seq,
+                           queuePushes.load(std::memory_order_relaxed));
+    }
+    if (now < due) {
+      workerCv.wait_until(lock, due);
       continue;
     }
     // Run ops at normal priority (at SCHED_IDLE a busy machine would starve them while their
-    // peers, and maybe a thread of ours that then waits, wait), as many as are due in a row:
-    // two scheduler calls per batch, not per op.
+    // peers, and maybe a thread of ours that then waits, wait), in a row while nobody waits:
+    // those queued now, and more while nobody submits. Two scheduler calls per batch, not per op.
+    const uint64_t pushesBefore = queuePushes.load(std::memory_order_relaxed);
+    size_t batch = queue.size();
     sched_setscheduler(0, SCHED_OTHER, &param);
     do {
       runFront(lock);
+      if (batch > 0) --batch;
     } while (!stopping && !busy && waiters == 0 && (openGroup != nullptr || !queue.empty()) &&
-             Clock::now() >= due());
+             (hurry || batch > 0 || queuePushes.load(std::memory_order_relaxed) == pushesBefore));
     sched_setscheduler(0, idlePolicy, &param);
   }
 }

@@ -43,7 +43,6 @@ struct Request::Op {
   OpDesc desc;
   double timeoutSeconds = 60;
   std::weak_ptr<CommState> state;  // lets wait() run the op inline instead of a thread hand-off
-  Clock::time_point submitted;
   uint64_t ticket = 0;  ///< the medium's number for it (Medium::beforeRun, finished); 0: none
   // Completion without a lock on the fast path: the completer writes code and message, then
   // stores done (release); a reader that sees done (acquire) sees them. A thread that sleeps on

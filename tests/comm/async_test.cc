@@ -71,6 +71,39 @@ TEST(Async, ProgressThreadFinishesOpsNobodyWaitsFor) {
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
 }
 
+// A caller that keeps submitting and never waits still sees its ops run: the progress thread
+// leaves the queue to a submitting caller only for a while (1 ms of one op at the front; the
+// bound itself: progress_pace_test), then runs what is queued. Both ranks submit the same 2000
+// ops, one per 25 us (50 ms).
+TEST(Async, OpsRunWhileTheCallerKeepsSubmitting) {
+  constexpr int kRanks = 2;
+  constexpr int kOps = 2000;
+  Options options;
+  options.timeoutSeconds = 30;
+  auto errors = runRanks(kRanks, options, [&](Communicator& comm) {
+    std::vector<std::vector<float>> bufs(kOps, std::vector<float>(16, 1.0f));
+    std::vector<Request> requests;
+    requests.reserve(kOps);
+    int doneAt = -1;  // how many ops were submitted when the first was seen done
+    for (int i = 0; i < kOps; ++i) {
+      requests.push_back(comm.allReduceAsync(bufs[i].data(), bufs[i].data(), bufs[i].size(),
+                                             DataType::kFloat32, RedOp::kSum));
+      if (doneAt < 0 && requests.front().test()) doneAt = i + 1;
+      const auto spinUntil = Clock::now() + std::chrono::microseconds(25);
+      while (Clock::now() < spinUntil) {
+      }
+    }
+    for (auto& r : requests) r.wait();
+    EXPECT_GE(doneAt, 1) << "rank " << comm.rank() << ": the first op did not run while the "
+                         << "caller kept submitting for " << kOps << " ops";
+    for (int i = 0; i < kOps; ++i) {
+      ASSERT_EQ(bufs[i][0], 2.0f) << "op " << i;
+      ASSERT_EQ(bufs[i][15], 2.0f) << "op " << i;
+    }
+  });
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(errorText(errors[r]), "") << "rank " << r;
+}
+
 // wait() with a deadline shorter than the op's timeout returns kTimeout at that deadline, even
 // when the op has not started (the caller must not run it inline: that ends only with the op).
 TEST(Async, WaitWithAShortDeadlineReturnsAtTheDeadline) {
