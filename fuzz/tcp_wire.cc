@@ -1,7 +1,7 @@
 // The tcp transport's wire format (transport/tcp/wire.h) as a receiving rank meets it. The first
 // input byte picks the reader:
-//   even: a connecting peer's handshake, checked like acceptPeers() does (helloError(), then the
-//         job id and secret).
+//   even: a connecting peer's handshake, checked like the accept side (tcp/connect.cc,
+//         readHandshake()) does (helloError(), then the job id and secret).
 //   odd:  the frames of a connected peer, judged like readIn() does (headerError(), then
 //         a credit like ChannelEndpoint::onCredit (network/message_wire.h's creditError(): never
 //         past what was posted; a lower one is ignored) or dataError() against the link's
@@ -22,7 +22,7 @@ namespace {
 
 void handshake(const char* data, size_t size) {
   tcp::Hello hello;
-  if (size < sizeof hello) return;  // acceptPeers() waits for the rest
+  if (size < sizeof hello) return;  // readHandshake() waits for the rest
   std::memcpy(&hello, data, sizeof hello);
   const std::string why = tcp::helloError(hello, fz::kSize, fz::kRank, [](int peer) -> std::string {
     if (peer < 0 || peer >= fz::kRank) fz::broken("peerProblem asked about a rank out of range");

@@ -19,4 +19,16 @@ std::string getPeerKey(KeyValue& kv, const std::string& key, Deadline deadline, 
   }
 }
 
+std::optional<std::string> probePeerKey(KeyValue& kv, const std::string& key, int rank, int peer,
+                                        const char* backend, const char* what) {
+  try {
+    // An expired deadline: every store looks once and answers (TcpStore: a get with timeout 0).
+    return kv.get(key, Deadline::after(0));
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kTimeout) return std::nullopt;
+    fail(e.code(), "rank {}: {} connect, waiting for peer rank {} to {}: {}", rank, backend, peer,
+         what, e.what());
+  }
+}
+
 }  // namespace braid::transport

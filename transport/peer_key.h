@@ -3,6 +3,7 @@
 // peer, the backend and the step. Internal to transport/.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "transport/transport.h"
@@ -14,5 +15,10 @@ namespace braid::transport {
 /// rank P to <what>: <error>", with the error's code.
 std::string getPeerKey(KeyValue& kv, const std::string& key, Deadline deadline, int rank, int peer,
                        const char* backend, const char* what);
+
+/// One look at `key`, not waiting: its value, or nullopt while it is not set. A failure other
+/// than "not set" is thrown as getPeerKey's.
+std::optional<std::string> probePeerKey(KeyValue& kv, const std::string& key, int rank, int peer,
+                                        const char* backend, const char* what);
 
 }  // namespace braid::transport

@@ -443,6 +443,48 @@ TEST_P(Conformance, MissingPeerTimesOutNamingIt) {
   EXPECT_TRUE(shmEntries("braid-" + c.jobId + "-").empty());
 }
 
+// The network backends' connection phase (network/net.h's connect and accept, driven once by
+// ChannelEndpoint::connectPeers): a peer that published its handle but is not who it claims (a
+// wrong secret) never completes, and the timeout names it and what it still lacks.
+class NetworkConnect : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override { USE_BACKEND(GetParam()); }
+};
+
+TEST_P(NetworkConnect, ImpostorTimesOutNamingWhatThePeerLacks) {
+  const Kind kind = GetParam().kind;
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("impostor");
+  auto errors = runRanks(2, [&](int rank) {
+    EndpointConfig c = makeConfig(rank, 2, {kind, kind}, jobId);
+    c.timeoutSeconds = 1.5;
+    if (rank == 1) c.secret = "wrong";
+    connect(c, kv);
+  });
+  // Each rank fails naming the other; at least one by the deadline, saying what it waited for
+  // (tcp: rank 1 for rank 0 "to connect" while rank 0 sees its dial closed; ucx and ofi: both
+  // for "its hello").
+  int timedOut = 0;
+  for (int r = 0; r < 2; ++r) {
+    const std::string peer = std::to_string(1 - r);
+    EXPECT_NE(errors[r].find("rank " + std::to_string(r) + ": "), std::string::npos) << errors[r];
+    EXPECT_NE(errors[r].find("peer rank"), std::string::npos) << errors[r];
+    const std::string waited = "connect timed out waiting for peer rank(s) " + peer + " (";
+    if (errors[r].find(waited) != std::string::npos) {
+      ++timedOut;
+      const std::string lacks = kind == Kind::kTcp ? "to connect" : "its hello";
+      EXPECT_NE(errors[r].find(waited + lacks + ")"), std::string::npos) << errors[r];
+    }
+  }
+  EXPECT_GE(timedOut, 1) << errors[0] << " | " << errors[1];
+  EXPECT_TRUE(shmEntries("braid-" + jobId + "-").empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, NetworkConnect,
+                         ::testing::Values(kTcpBackend, kUcxTcpBackend, kOfiTcpBackend,
+                                           kOfiTcpTaggedBackend, kOfiUdpBackend),
+                         [](const auto& info) { return backendName(info.param); });
+
 uint64_t foldChecksum(uint64_t sum, Kind kind, const void* data, size_t bytes) {
   std::vector<unsigned char> host(bytes);
   fromSlot(kind, data, host.data(), bytes);

@@ -60,7 +60,7 @@ TEST(UcxConfig, WrongSecretIsNotAPeer) {
   // other close its endpoint first; either way the error names the peer.
   for (int r = 0; r < 2; ++r) {
     const std::string peer = std::to_string(1 - r);
-    EXPECT_TRUE(errors[r].find("timed out waiting for the hello of peer rank(s) " + peer) !=
+    EXPECT_TRUE(errors[r].find("timed out waiting for peer rank(s) " + peer + " (its hello)") !=
                     std::string::npos ||
                 errors[r].find("connection to peer rank " + peer + " failed") != std::string::npos)
         << "rank " << r << ": " << errors[r];

@@ -54,6 +54,7 @@
 #include "transport/network/net.h"
 #include "transport/network/network_endpoint.h"
 #include "transport/network/tagged_channels.h"
+#include "transport/peer_key.h"
 #include "transport/process.h"
 
 namespace braid::transport {
@@ -92,6 +93,65 @@ class ChannelEndpoint
       return false;
     }
     return true;
+  }
+
+  /// BackendEndpoint::connectPeers for every network backend, NCCL's sequence: each peer's
+  /// listen handle from `kv` (blocking, by `deadline`), then net.h's connect (send direction) and
+  /// accept (receive direction) for every peer, again after each connectWait(), until both
+  /// answered kDone for all. A peer marked dead meanwhile fails the connect with its reason; the
+  /// deadline with kTimeout naming each missing peer and what it lacks.
+  void connectPeers(KeyValue& kv, Deadline deadline) final {
+    const int rank = config_.rank;
+    std::vector<std::string> handles(peers_.size());
+    for (auto& peer : peers_) {
+      if (!peer) continue;
+      const std::string key = this->handleKey(*peer);
+      if (!key.empty()) {
+        handles[peer->rank] =
+            getPeerKey(kv, key, deadline, rank, peer->rank, kindName_, "publish its address");
+      }
+    }
+    const std::string context = this->connectContext();
+    const std::string settings = context.empty() ? "" : fmt::format(" ({})", context);
+    constexpr uint8_t kSend = 1, kReceive = 2;
+    std::vector<uint8_t> up(peers_.size(), 0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      std::string missing;
+      for (auto& peer : peers_) {
+        if (!peer) continue;
+        uint8_t& u = up[peer->rank];
+        if (!(u & kSend) && this->connect(*peer, handles[peer->rank], kv) == net::Issue::kDone) {
+          u |= kSend;
+        }
+        if (!(u & kReceive) && this->accept(*peer) == net::Issue::kDone) u |= kReceive;
+        if (!peer->alive.load()) {
+          fail(ErrorCode::kRemoteError, "rank {}: {} connection to peer rank {} failed: {}{}", rank,
+               kindName_, peer->rank, peer->reason, settings);
+        }
+        if (u == (kSend | kReceive)) continue;
+        std::string lacks = !(u & kSend) ? this->awaiting(*peer, true) : "";
+        if (!(u & kReceive)) {
+          const std::string receive = this->awaiting(*peer, false);
+          if (receive != lacks) lacks += (lacks.empty() ? "" : ", ") + receive;
+        }
+        missing += fmt::format("{}{} ({})", missing.empty() ? "" : ", ", peer->rank, lacks);
+      }
+      if (missing.empty()) break;
+      if (deadline.expired()) {
+        fail(ErrorCode::kTimeout, "rank {}: {} connect timed out waiting for peer rank(s) {}{}",
+             rank, kindName_, missing, settings);
+      }
+      this->connectWait(std::min(deadline.millisLeft(), 10), lock);
+    }
+    const Clock::time_point now = Clock::now();
+    for (auto& peer : peers_) {
+      if (!peer) continue;
+      peer->lastHeard = peer->lastSent = now;
+      peer->checkPid = peer->hello.local;
+    }
+    this->connected();
+    connected_ = true;
   }
 
   /// After a post or release on (peer, channel), on the user's thread: the pump now (no thread
@@ -283,6 +343,16 @@ class ChannelEndpoint
     did |= this->flushNet();
     if (!stopping()) keepAlive();
     return did;
+  }
+
+  /// net.h's connectWait where the queue is all there is to drive (ucx, ofi, verbs): reads it,
+  /// and sleeps on it when nothing came.
+  void connectWait(int timeoutMillis, std::unique_lock<std::mutex>& lock) override {
+    bool did = this->test(8);
+    did |= this->flushNet();
+    if (did) return;
+    this->sleepOnQueue(timeoutMillis, lock);
+    if (!lock.owns_lock()) lock.lock();
   }
 
   // NetworkEndpoint's hooks.

@@ -7,9 +7,13 @@
 // message (ucx, ofi) or by remote write (verbs).
 //
 // Where each plugin call is:
-//   listen            the backend's constructor: publishes its address in the job's KeyValue;
-//   connect + accept  BackendEndpoint::connectPeers(kv, deadline): every peer of the kind at
-//                     once, blocking until the deadline (a kTimeout error naming the peers);
+//   listen            the backend's constructor: publishes its handle in the job's KeyValue
+//                     (handleKey() names where a peer's is);
+//   connect, accept   below, per peer and direction, never blocking: ChannelEndpoint's
+//                     connectPeers (written once) reads every peer's handle (NCCL's bootstrap
+//                     exchange), then calls both for every peer until each says kDone, waiting
+//                     in connectWait() between rounds, until the deadline (a kTimeout naming
+//                     each peer and what it still lacks);
 //   regMr             the channels' Owner::slotsAllocated(buffer, bytes, receiving)
 //                     (tagged_channels.h): once per channel side, a descriptor back;
 //   isend, irecv      below; a request is a slot (its busy flag, or a counter), not an object;
@@ -27,6 +31,7 @@
 #include "braid/deadline.hpp"
 #include "transport/network/message_wire.h"
 #include "transport/network/network_endpoint.h"
+#include "transport/transport.h"
 
 namespace braid::transport::net {
 
@@ -60,6 +65,31 @@ template <class Peer, class SendCh, class RecvCh>
 class Net {
  protected:
   ~Net() = default;
+
+  // The connection phase (mutex held, before the progress thread starts).
+  /// Where `peer` published the handle this rank connects with ("" where this rank needs none:
+  /// tcp's higher rank of a pair, which is dialled).
+  virtual std::string handleKey(const Peer& peer) const = 0;
+  /// connect, the send direction: kDone once this rank's messages to `peer` may go; kNotNow
+  /// while a step is pending (tcp: dialling, the handshake's acknowledgement; verbs: the peer's
+  /// queue pairs not yet ready to receive). `handle` is what handleKey() held; `kv` for what a
+  /// backend publishes or probes on the way (verbs: the ready keys). Throws for a handle this
+  /// rank cannot use (kInvalidUsage, kRemoteError: malformed), naming rank, peer and key.
+  virtual Issue connect(Peer& peer, const std::string& handle, KeyValue& kv) = 0;
+  /// accept, the receive direction: kDone once `peer`'s messages can arrive and are trusted (tcp:
+  /// its connection accepted and checked; ucx, ofi: its hello taken, ofi RMA its regions too;
+  /// verbs: this rank's queue pairs ready to receive).
+  virtual Issue accept(Peer& peer) = 0;
+  /// What `peer` still lacks in one direction, for the timeout's message ("its hello").
+  virtual std::string awaiting(const Peer& peer, bool send) const = 0;
+  /// Between rounds of connect and accept: drives the network (completions; tcp: the listener
+  /// and the handshakes) for up to `timeoutMillis`, `lock` unlocked while it sleeps and held
+  /// again on return.
+  virtual void connectWait(int timeoutMillis, std::unique_lock<std::mutex>& lock) = 0;
+  /// Every peer is connected both ways (tcp: the listener closed).
+  virtual void connected() {}
+  /// The backend's settings a connect error should name ("UCX_TLS=rc", "provider tcp").
+  virtual std::string connectContext() const { return ""; }
 
   /// isend: message `n` of `channel` (SlotHeader + payload in its slot n % K) into the peer's
   /// receive slot n % K. The slot's `busy` flag is its request: set while in flight, cleared by

@@ -39,8 +39,9 @@ using OfiBase = ChannelEndpoint<OfiTransport, PeerState, SendSlot, RecvSlot>;
 ///   OfiTransport(config, kv)   opens the provider's fabric, domain, completion queue, address
 ///                              vector and endpoint, registers and pre-posts every receive slot
 ///                              and the control receives, and publishes "<jobId>/ofi/<rank>";
-///   connectPeers(kv, deadline) inserts every ofi peer's address and exchanges a hello (job id,
-///                              secret, pid, host) with each, driving the queue on this thread;
+///   connectPeers(kv, deadline) (ChannelEndpoint's, over connect.cc's connect and accept):
+///                              every ofi peer's address inserted and a hello (job id, secret,
+///                              pid, host) each way, driving the queue on this thread;
 ///   start(doorbell)            hands the queue to the progress thread.
 /// Every libfabric call is made under mutex_ (FI_THREAD_DOMAIN): by the progress thread, or by a
 /// user thread that posts or releases (no thread switch per message; ChannelEndpoint: the pump,
@@ -54,8 +55,7 @@ class OfiTransport final : public OfiBase {
   ~OfiTransport() override;
   Kind kind() const override { return Kind::kOfi; }
 
-  void connectPeers(KeyValue& kv, Deadline deadline) override;
-  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // connectPeers, send, recv (ChannelEndpoint): the channels to a peer of this kind.
   // peerAlive (ChannelEndpoint): false once a send to it failed, it broke the protocol, it was
   // silent for the peer timeout (BRAID_OFI_PEER_TIMEOUT, 30 s) or (same host and pid namespace)
   // its process is gone; in that last case only after what it sent before it went has arrived.
@@ -83,6 +83,14 @@ class OfiTransport final : public OfiBase {
   /// immediate, unless BRAID_OFI_RMA=off; else tagged messages.
   void chooseDataPath();
   void cleanup();
+
+  // network/net.h's connection phase (connect.cc): connect inserts the address and sends the
+  // hello (and regions), accept waits for the peer's.
+  std::string handleKey(const PeerState& peer) const override;
+  net::Issue connect(PeerState& peer, const std::string& handle, KeyValue& kv) override;
+  net::Issue accept(PeerState& peer) override;
+  std::string awaiting(const PeerState& peer, bool send) const override;
+  std::string connectContext() const override;
 
   // network/net.h's calls and the completions (progress.cc); mutex_ held.
   net::Issue isend(OfiSendChannel& channel, uint64_t n) override;

@@ -1,7 +1,10 @@
-// The tcp connection phase: the lower rank of each pair connects and says hello; the higher one
+// The tcp connection phase, net.h's connect and accept per peer (ChannelEndpoint::connectPeers
+// drives them, by its deadline): the lower rank of each pair dials and says hello; the higher one
 // accepts, checks every field (magic, version, world size, target rank, job id, secret) and
-// answers with an Ack. A connection that fails any check is closed with one warning while the
-// rank keeps waiting for the real peer until the deadline.
+// answers with an Ack. One socket carries both directions, so a pair is up both ways once the
+// handshake is done. Nothing blocks: a dial in progress, a handshake half read and the listener
+// are looked at in connectWait(). A connection that fails any check is closed with one warning
+// while the rank keeps waiting for the real peer.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,10 +14,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "common/log.h"
-#include "transport/peer_key.h"
 #include "transport/tcp/channels.h"
 #include "transport/tcp/tcp.h"
 
@@ -23,15 +28,21 @@ namespace braid::transport::tcp {
 namespace {
 
 constexpr double kHandshakeSeconds = 5;  // a stray connection gets this long to say hello
+constexpr auto kDialTimeout = std::chrono::seconds(1);      // one connect() attempt
+constexpr auto kDialRetry = std::chrono::milliseconds(20);  // after a refused one
+
+Clock::time_point after(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
 
 void setNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-int pollMillis(Deadline deadline, int cap) { return std::min(deadline.millisLeft(), cap); }
-
-// Blocking-style helpers over non-blocking sockets, bounded by `deadline`; false on EOF/error.
+// Writes a handshake message (tens of bytes, into a fresh socket: it goes at once), bounded by
+// `deadline`; false on EOF/error.
 bool writeAll(int fd, const char* data, size_t bytes, Deadline deadline) {
   while (bytes > 0) {
     ssize_t n = ::send(fd, data, bytes, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -44,25 +55,7 @@ bool writeAll(int fd, const char* data, size_t bytes, Deadline deadline) {
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
     if (deadline.expired()) return false;
     pollfd p{fd, POLLOUT, 0};
-    poll(&p, 1, pollMillis(deadline, 100));
-  }
-  return true;
-}
-
-bool readAll(int fd, char* data, size_t bytes, Deadline deadline) {
-  while (bytes > 0) {
-    ssize_t n = ::recv(fd, data, bytes, MSG_DONTWAIT);
-    if (n > 0) {
-      data += n;
-      bytes -= static_cast<size_t>(n);
-      continue;
-    }
-    if (n == 0) return false;
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-    if (deadline.expired()) return false;
-    pollfd p{fd, POLLIN, 0};
-    poll(&p, 1, pollMillis(deadline, 100));
+    poll(&p, 1, std::min(deadline.millisLeft(), 100));
   }
   return true;
 }
@@ -76,188 +69,240 @@ std::string peerAddress(int fd) {
   return fmt::format("{}:{}", text, ntohs(addr.sin_port));
 }
 
-}  // namespace
-
-void TcpTransport::connectPeers(KeyValue& kv, Deadline deadline) {
-  const int rank = config_.rank;
-  // 1. Connect to every higher tcp peer and say hello.
-  for (int p = rank + 1; p < config_.size; ++p) {
-    if (!peers_[p]) continue;
-    std::string key = fmt::format("{}/tcp/{}", config_.jobId, p);
-    std::string where;
-    where = getPeerKey(kv, key, deadline, rank, p, "tcp", "publish its address");
-    size_t colon = where.rfind(':');
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    BRAID_ENFORCE(colon != std::string::npos &&
-                      inet_pton(AF_INET, where.substr(0, colon).c_str(), &addr.sin_addr) == 1,
-                  ErrorCode::kInvalidUsage,
-                  "rank {}: peer rank {} published a bad tcp address '{}'", rank, p, where);
-    addr.sin_port = htons(static_cast<uint16_t>(std::stoi(where.substr(colon + 1))));
-    int fd = -1;
-    std::string lastError = "no attempt";
-    while (fd < 0) {
-      BRAID_ENFORCE(!deadline.expired(), ErrorCode::kTimeout,
-                    "rank {}: tcp connect to peer rank {} at {} timed out: {}", rank, p, where,
-                    lastError);
-      int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-      if (s < 0) failErrno(fmt::format("rank {}: tcp socket() for peer rank {}", rank, p), errno);
-      int rc = ::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-      int err = rc == 0 ? 0 : errno;
-      if (err == EINPROGRESS) {
-        pollfd pfd{s, POLLOUT, 0};
-        if (poll(&pfd, 1, pollMillis(deadline, 1000)) > 0) {
-          socklen_t len = sizeof err;
-          getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
-        } else {
-          err = ETIMEDOUT;
-        }
-      }
-      if (err == 0) {
-        fd = s;
-      } else {
-        lastError = errnoText(err);
-        close(s);
-        poll(nullptr, 0, std::min(20, deadline.millisLeft()));
-      }
-    }
-    peers_[p]->fd = fd;
-    std::string hello = encodeHello(config_.size, rank, p, config_.jobId, config_.secret);
-    BRAID_ENFORCE(writeAll(fd, hello.data(), hello.size(), deadline), ErrorCode::kRemoteError,
-                  "rank {}: tcp handshake to peer rank {} at {} failed while sending", rank, p,
-                  where);
-  }
-  // 2. Accept every lower tcp peer.
-  acceptPeers(deadline);
-  // 3. Every higher peer acknowledges our hello.
-  for (int p = rank + 1; p < config_.size; ++p) {
-    if (!peers_[p]) continue;
-    Ack ack;
-    bool ok = readAll(peers_[p]->fd, reinterpret_cast<char*>(&ack), sizeof ack, deadline);
-    BRAID_ENFORCE(ok && ack.magic == kAckMagic && ack.rank == p, ErrorCode::kRemoteError,
-                  "rank {}: tcp handshake with peer rank {}: {}", rank, p,
-                  deadline.expired() ? "timed out waiting for its acknowledgement"
-                                     : "it closed the connection (secret/job/size mismatch?)");
-  }
-  for (auto& peer : peers_) {
-    if (peer) setNoDelay(peer->fd);
-  }
-  close(listenFd_);  // every peer is here; later strays are refused by the kernel
-  listenFd_ = -1;
-  connected_ = true;
+int millisUntil(Clock::time_point when) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(when - Clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count() + 1, 0, 1000));
 }
 
-void TcpTransport::acceptPeers(Deadline deadline) {
-  const int rank = config_.rank;
-  struct Pending {
-    int fd;
-    std::string from;
-    std::string buf;
-    size_t got = 0;
-    bool haveHello = false;
-    Hello hello;
-    Clock::time_point until;
-  };
-  std::vector<Pending> pending;
-  int missing = 0;
-  for (int p = 0; p < rank; ++p) missing += peers_[p] ? 1 : 0;
+}  // namespace
 
-  auto reject = [&](Pending& c, const std::string& why) {
+Handshakes::~Handshakes() {
+  for (Dial& d : dials) {
+    if (d.fd >= 0) close(d.fd);
+  }
+  for (Incoming& c : incoming) {
+    if (c.fd >= 0) close(c.fd);
+  }
+}
+
+Handshakes& TcpTransport::handshakes() {
+  if (!handshakes_) {
+    handshakes_ = std::make_unique<Handshakes>();
+    handshakes_->dials.resize(static_cast<size_t>(config_.size));
+  }
+  return *handshakes_;
+}
+
+std::string TcpTransport::handleKey(const PeerState& peer) const {
+  // Only the lower rank of a pair dials, to the address the higher one published.
+  return peer.rank > config_.rank ? fmt::format("{}/tcp/{}", config_.jobId, peer.rank) : "";
+}
+
+net::Issue TcpTransport::connect(PeerState& peer, const std::string& where, KeyValue&) {
+  if (peer.fd >= 0) return net::Issue::kDone;
+  if (peer.rank < config_.rank) return net::Issue::kNotNow;  // it dials us: connectWait accepts
+  const int rank = config_.rank;
+  const int p = peer.rank;
+  Dial& d = handshakes().dials[p];
+  if (d.where.empty()) {
+    size_t colon = where.rfind(':');
+    d.addr.sin_family = AF_INET;
+    int port = 0;
+    BRAID_ENFORCE(colon != std::string::npos &&
+                      inet_pton(AF_INET, where.substr(0, colon).c_str(), &d.addr.sin_addr) == 1 &&
+                      std::sscanf(where.c_str() + colon + 1, "%d", &port) == 1 && port > 0 &&
+                      port < 65536,
+                  ErrorCode::kInvalidUsage,
+                  "rank {}: peer rank {} published a bad tcp address '{}'", rank, p, where);
+    d.addr.sin_port = htons(static_cast<uint16_t>(port));
+    d.where = where;
+  }
+  auto retry = [&](int err) {
+    d.lastError = errnoText(err);
+    close(d.fd);
+    d.fd = -1;
+    d.stage = Dial::kIdle;
+    d.retryAt = Clock::now() + kDialRetry;
+  };
+  if (d.stage == Dial::kIdle) {
+    if (Clock::now() < d.retryAt) return net::Issue::kNotNow;
+    d.fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (d.fd < 0) failErrno(fmt::format("rank {}: tcp socket() for peer rank {}", rank, p), errno);
+    const int rc = ::connect(d.fd, reinterpret_cast<sockaddr*>(&d.addr), sizeof d.addr);
+    const int err = rc == 0 ? 0 : errno;
+    if (err != 0 && err != EINPROGRESS) {
+      retry(err);
+      return net::Issue::kNotNow;
+    }
+    d.stage = Dial::kConnecting;
+    d.started = Clock::now();
+  }
+  if (d.stage == Dial::kConnecting) {
+    pollfd pfd{d.fd, POLLOUT, 0};
+    if (poll(&pfd, 1, 0) <= 0) {
+      if (Clock::now() - d.started > kDialTimeout) retry(ETIMEDOUT);
+      return net::Issue::kNotNow;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(d.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      retry(err);
+      return net::Issue::kNotNow;
+    }
+    const std::string hello = encodeHello(config_.size, rank, p, config_.jobId, config_.secret);
+    BRAID_ENFORCE(writeAll(d.fd, hello.data(), hello.size(), Deadline::after(kHandshakeSeconds)),
+                  ErrorCode::kRemoteError,
+                  "rank {}: tcp handshake to peer rank {} at {} failed while sending", rank, p,
+                  d.where);
+    d.stage = Dial::kAwaitingAck;
+  }
+  // kAwaitingAck: read what came of the Ack.
+  ssize_t n =
+      ::recv(d.fd, reinterpret_cast<char*>(&d.ack) + d.got, sizeof d.ack - d.got, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    return net::Issue::kNotNow;
+  }
+  BRAID_ENFORCE(n > 0, ErrorCode::kRemoteError,
+                "rank {}: tcp handshake with peer rank {}: it closed the connection "
+                "(secret/job/size mismatch?)",
+                rank, p);
+  d.got += static_cast<size_t>(n);
+  if (d.got < sizeof d.ack) return net::Issue::kNotNow;
+  BRAID_ENFORCE(d.ack.magic == kAckMagic && d.ack.rank == p, ErrorCode::kRemoteError,
+                "rank {}: tcp handshake with peer rank {}: its acknowledgement is malformed", rank,
+                p);
+  peer.fd = std::exchange(d.fd, -1);
+  return net::Issue::kDone;
+}
+
+net::Issue TcpTransport::accept(PeerState& peer) {
+  // One socket carries both directions: up once connect() or the listener finished the
+  // handshake.
+  return peer.fd >= 0 ? net::Issue::kDone : net::Issue::kNotNow;
+}
+
+std::string TcpTransport::awaiting(const PeerState& peer, bool) const {
+  if (peer.rank < config_.rank) return "to connect";
+  const Dial* d = handshakes_ ? &handshakes_->dials[peer.rank] : nullptr;
+  if (d == nullptr) return "its address";
+  if (d->stage == Dial::kAwaitingAck) return fmt::format("its acknowledgement, at {}", d->where);
+  return fmt::format("to accept a connection at {}: {}", d->where, d->lastError);
+}
+
+void TcpTransport::connectWait(int timeoutMillis, std::unique_lock<std::mutex>& lock) {
+  Handshakes& hs = handshakes();
+  std::vector<pollfd> fds;
+  if (listenFd_ >= 0) fds.push_back({listenFd_, POLLIN, 0});
+  const size_t firstIncoming = fds.size();
+  const size_t polledIncoming = hs.incoming.size();
+  int wait = timeoutMillis;
+  for (const auto& c : hs.incoming) {
+    fds.push_back({c.fd, POLLIN, 0});
+    wait = std::min(wait, millisUntil(c.until));
+  }
+  for (const auto& d : hs.dials) {
+    if (d.stage == Dial::kConnecting) fds.push_back({d.fd, POLLOUT, 0});
+    if (d.stage == Dial::kAwaitingAck) fds.push_back({d.fd, POLLIN, 0});
+    if (d.stage == Dial::kIdle && !d.where.empty()) {
+      wait = std::min(wait, millisUntil(d.retryAt));
+    }
+  }
+  lock.unlock();
+  poll(fds.data(), fds.size(), wait);
+  lock.lock();
+  // The dials move on in connect(); here the listener and the handshakes being read.
+  if (listenFd_ >= 0 && fds[0].revents != 0) {
+    while (true) {
+      int fd = accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) break;
+      Incoming c;
+      c.fd = fd;
+      c.from = peerAddress(fd);
+      c.buf.resize(sizeof(Hello));
+      c.until = after(kHandshakeSeconds);
+      hs.incoming.push_back(std::move(c));
+    }
+  }
+  for (size_t i = 0; i < hs.incoming.size(); ++i) {
+    // A new connection is read at once (nothing there yet: no harm).
+    const bool ready = i >= polledIncoming || fds[firstIncoming + i].revents != 0;
+    readHandshake(hs.incoming[i], ready);
+  }
+  std::erase_if(hs.incoming, [](const Incoming& c) { return c.fd < 0; });
+}
+
+void TcpTransport::readHandshake(Incoming& c, bool ready) {
+  const int rank = config_.rank;
+  auto reject = [&](const std::string& why) {
     BRAID_WARN("rank {}: rejected a tcp connection from {}: {}", rank, c.from, why);
     close(c.fd);
     c.fd = -1;
   };
-
-  while (missing > 0) {
-    if (deadline.expired()) {
-      std::string who;
-      for (int p = 0; p < rank; ++p) {
-        if (peers_[p] && peers_[p]->fd < 0) who += (who.empty() ? "" : ", ") + std::to_string(p);
-      }
-      for (auto& c : pending) close(c.fd);
-      fail(ErrorCode::kTimeout,
-           "rank {}: tcp connect timed out waiting for peer rank(s) {} to connect", rank, who);
+  if (!ready) {
+    if (Clock::now() >= c.until) {
+      reject(fmt::format("no complete handshake within {} s", kHandshakeSeconds));
     }
-    std::vector<pollfd> fds;
-    fds.push_back({listenFd_, POLLIN, 0});
-    int wait = pollMillis(deadline, 100);
-    auto now = Clock::now();
-    for (auto& c : pending) {
-      fds.push_back({c.fd, POLLIN, 0});
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.until - now).count();
-      wait = std::min<int>(wait, static_cast<int>(std::max<int64_t>(left + 1, 0)));
-    }
-    poll(fds.data(), fds.size(), wait);
-    if (fds[0].revents != 0) {
-      while (true) {
-        int fd = accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
-        Pending c;
-        c.fd = fd;
-        c.from = peerAddress(fd);
-        c.buf.resize(sizeof(Hello));
-        c.until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(kHandshakeSeconds));
-        pending.push_back(std::move(c));
-      }
-    }
-    for (size_t i = 0; i + 1 < fds.size(); ++i) {
-      Pending& c = pending[i];
-      if (fds[i + 1].revents == 0) {
-        if (Clock::now() >= c.until) {
-          reject(c, fmt::format("no complete handshake within {} s", kHandshakeSeconds));
-        }
-        continue;
-      }
-      ssize_t n = ::recv(c.fd, c.buf.data() + c.got, c.buf.size() - c.got, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        reject(c, "closed during the handshake");
-        continue;
-      }
-      if (n < 0) continue;
-      c.got += static_cast<size_t>(n);
-      if (c.got < c.buf.size()) continue;
-      if (!c.haveHello) {
-        std::memcpy(&c.hello, c.buf.data(), sizeof(Hello));
-        const Hello& h = c.hello;
-        std::string why = helloError(h, config_.size, rank, [&](int peer) -> std::string {
-          if (!peers_[peer]) {
-            return fmt::format("rank {} is not a tcp peer that connects to rank {}", peer, rank);
-          }
-          if (peers_[peer]->fd >= 0) return fmt::format("rank {} is already connected", peer);
-          return "";
-        });
-        if (!why.empty()) {
-          reject(c, why);
-          continue;
-        }
-        c.haveHello = true;
-        c.buf.resize(handshakeBytes(h));
-        if (c.got < c.buf.size()) continue;
-      }
-      std::string jobId = c.buf.substr(sizeof(Hello), c.hello.jobIdBytes);
-      std::string secret = c.buf.substr(sizeof(Hello) + c.hello.jobIdBytes);
-      if (jobId != config_.jobId) {
-        reject(c, fmt::format("rank {} of job '{}', not '{}'", c.hello.rank, jobId, config_.jobId));
-        continue;
-      }
-      if (secret != config_.secret) {
-        reject(c, fmt::format("rank {} presented a wrong secret", c.hello.rank));
-        continue;
-      }
-      Ack ack;
-      ack.rank = rank;
-      if (!writeAll(c.fd, reinterpret_cast<const char*>(&ack), sizeof ack, deadline)) {
-        reject(c, "closed before the acknowledgement");
-        continue;
-      }
-      peers_[c.hello.rank]->fd = c.fd;
-      c.fd = -1;
-      --missing;
-    }
-    std::erase_if(pending, [](const Pending& c) { return c.fd < 0; });
+    return;
   }
-  for (auto& c : pending) reject(c, "all peers were already connected");
+  ssize_t n = ::recv(c.fd, c.buf.data() + c.got, c.buf.size() - c.got, MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    reject("closed during the handshake");
+    return;
+  }
+  if (n < 0) return;
+  c.got += static_cast<size_t>(n);
+  if (c.got < c.buf.size()) return;
+  if (!c.haveHello) {
+    std::memcpy(&c.hello, c.buf.data(), sizeof(Hello));
+    std::string why = helloError(c.hello, config_.size, rank, [&](int peer) -> std::string {
+      if (!peers_[peer]) {
+        return fmt::format("rank {} is not a tcp peer that connects to rank {}", peer, rank);
+      }
+      if (peers_[peer]->fd >= 0) return fmt::format("rank {} is already connected", peer);
+      return "";
+    });
+    if (!why.empty()) {
+      reject(why);
+      return;
+    }
+    c.haveHello = true;
+    c.buf.resize(handshakeBytes(c.hello));
+    if (c.got < c.buf.size()) return;
+  }
+  std::string jobId = c.buf.substr(sizeof(Hello), c.hello.jobIdBytes);
+  std::string secret = c.buf.substr(sizeof(Hello) + c.hello.jobIdBytes);
+  if (jobId != config_.jobId) {
+    reject(fmt::format("rank {} of job '{}', not '{}'", c.hello.rank, jobId, config_.jobId));
+    return;
+  }
+  if (secret != config_.secret) {
+    reject(fmt::format("rank {} presented a wrong secret", c.hello.rank));
+    return;
+  }
+  Ack ack;
+  ack.rank = rank;
+  if (!writeAll(c.fd, reinterpret_cast<const char*>(&ack), sizeof ack,
+                Deadline::after(kHandshakeSeconds))) {
+    reject("closed before the acknowledgement");
+    return;
+  }
+  peers_[c.hello.rank]->fd = std::exchange(c.fd, -1);
+}
+
+void TcpTransport::connected() {
+  for (auto& peer : peers_) {
+    if (peer) setNoDelay(peer->fd);
+  }
+  if (handshakes_) {
+    for (auto& c : handshakes_->incoming) {
+      BRAID_WARN("rank {}: rejected a tcp connection from {}: all peers were already connected",
+                 config_.rank, c.from);
+    }
+    handshakes_.reset();
+  }
+  close(listenFd_);  // every peer is here; later strays are refused by the kernel
+  listenFd_ = -1;
 }
 
 }  // namespace braid::transport::tcp

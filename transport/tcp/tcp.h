@@ -6,11 +6,13 @@
 
 #include <sys/epoll.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "transport/network/channel_endpoint.h"
 #include "transport/network/tagged_channels.h"
+#include "transport/tcp/handshakes.h"
 #include "transport/tcp/wire.h"
 #include "transport/transport.h"
 
@@ -33,7 +35,8 @@ struct Teardown {
 
 /// Connection happens in steps so the caller can interleave them with other transports:
 ///   TcpTransport(config, kv)  listens and publishes "<jobId>/tcp/<rank>" = "addr:port";
-///   connectPeers(kv, deadline) connects to higher ranks, accepts lower ranks (handshake checked);
+///   connectPeers(kv, deadline) (ChannelEndpoint's, over connect.cc's connect and accept):
+///                             dials higher ranks, accepts lower ranks (handshake checked);
 ///   start(doorbell)           starts the progress thread, which rings `doorbell` on arrivals.
 /// The destructor delivers what was posted (bounded), closes the sockets and joins the thread.
 /// net.h's calls, mutex_ held: isend queues a data frame (the slot's header and payload) and
@@ -46,8 +49,7 @@ class TcpTransport final : public TcpBase {
   ~TcpTransport() override;
   Kind kind() const override { return Kind::kTcp; }
 
-  void connectPeers(KeyValue& kv, Deadline deadline) override;
-  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // connectPeers, send, recv (ChannelEndpoint): the channels to a peer of this kind.
   // peerAlive (ChannelEndpoint): false once the peer's connection closed, reset, or broke the
   // protocol.
 
@@ -61,7 +63,19 @@ class TcpTransport final : public TcpBase {
  private:
   friend TcpBase;
 
-  void acceptPeers(Deadline deadline);
+  // network/net.h's connection phase (connect.cc): connect dials a higher peer (hello, then its
+  // Ack); connectWait accepts and checks the lower peers' connections; both directions are up
+  // with the handshake.
+  std::string handleKey(const PeerState& peer) const override;
+  net::Issue connect(PeerState& peer, const std::string& handle, KeyValue& kv) override;
+  net::Issue accept(PeerState& peer) override;
+  std::string awaiting(const PeerState& peer, bool send) const override;
+  void connectWait(int timeoutMillis, std::unique_lock<std::mutex>& lock) override;
+  void connected() override;
+  Handshakes& handshakes();
+  /// Reads an accepted connection's handshake (`ready`: poll said there is input); accepts the
+  /// peer or rejects the connection (closed, one warning).
+  void readHandshake(Incoming& c, bool ready);
   // NetworkEndpoint's hooks (tcp.cc).
   void startNetwork() override;
   void peerDied(NetworkPeer& peer, bool protocolError) override;
@@ -100,6 +114,7 @@ class TcpTransport final : public TcpBase {
 
   int listenFd_ = -1;
   int epollFd_ = -1;
+  std::unique_ptr<Handshakes> handshakes_;  // while connecting
 };
 
 }  // namespace braid::transport::tcp

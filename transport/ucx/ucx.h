@@ -30,9 +30,9 @@ using UcxBase = ChannelEndpoint<UcxTransport, PeerState, SendSlot, RecvSlot>;
 /// Connection happens in steps so the caller can interleave them with other transports:
 ///   UcxTransport(config, kv)  creates the context and worker, pre-posts every receive slot and
 ///                             publishes "<jobId>/ucx/<rank>" = the worker address in hex;
-///   connectPeers(kv, deadline) creates an endpoint per ucx peer and exchanges a hello (job id,
-///                             secret, pid) with each, progressing the worker on the calling
-///                             thread;
+///   connectPeers(kv, deadline) (ChannelEndpoint's, over connect.cc's connect and accept):
+///                             an endpoint per ucx peer and a hello (job id, secret, pid) each
+///                             way, progressing the worker on the calling thread;
 ///   start(doorbell)           hands the worker to the progress thread, which rings `doorbell` on
 ///                             arrivals, credits, aborts and peer failures.
 /// The destructor issues what was posted, closes the endpoints with a flush (bounded), cancels the
@@ -48,8 +48,7 @@ class UcxTransport final : public UcxBase {
   ~UcxTransport() override;
   Kind kind() const override { return Kind::kUcx; }
 
-  void connectPeers(KeyValue& kv, Deadline deadline) override;
-  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // connectPeers, send, recv (ChannelEndpoint): the channels to a peer of this kind.
   // peerAlive (ChannelEndpoint): false once UCX reported the peer's endpoint failed, the peer
   // broke the protocol, or (same host and pid namespace, error mode none) its process is gone; in
   // that last case only after what it sent before it went has arrived.
@@ -77,6 +76,15 @@ class UcxTransport final : public UcxBase {
 
  private:
   friend UcxBase;
+
+  // network/net.h's connection phase (connect.cc): connect makes the endpoint and sends the
+  // hello, accept waits for the peer's hello.
+  std::string handleKey(const PeerState& peer) const override;
+  net::Issue connect(PeerState& peer, const std::string& handle, KeyValue& kv) override;
+  net::Issue accept(PeerState& peer) override;
+  std::string awaiting(const PeerState& peer, bool send) const override;
+  std::string connectContext() const override;
+  void connected() override;
 
   // network/net.h's calls (progress.cc); worker owner.
   /// One tagged send (ucp_tag_send_nbx) into the receive the peer posted for that slot.

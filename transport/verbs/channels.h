@@ -32,8 +32,9 @@ struct QueuePair {
 /// thread; the rest belongs to mutex_'s holder.
 struct PeerState : net::ChannelPeer {
   std::vector<QueuePair> qps;
-  Published theirs;       // what it published for us (connectPeers)
-  AlignedBuffer control;  // the control block (wire.h): in half, then out half
+  Published theirs;           // what it published for us (connect)
+  bool queuePairsUp = false;  // ours to it at RTS, the ready key set (connect)
+  AlignedBuffer control;      // the control block (wire.h): in half, then out half
   ibv_mr* controlMr = nullptr;
   int nextQp = 0;  // round robin of messages over the queue pairs
 };

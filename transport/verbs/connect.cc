@@ -1,67 +1,77 @@
-// The verbs connection phase: every verbs peer published, under "<jobId>/verbs/<peer>/<rank>",
+// The verbs connection phase, net.h's connect and accept per peer (ChannelEndpoint::connectPeers
+// drives them, by its deadline): every verbs peer published, under "<jobId>/verbs/<peer>/<rank>",
 // its queue pair numbers, first packet sequence number, LID/GID, port MTU and where its receive
-// slots and control block for this rank are (wire.h). Each of this rank's queue pairs to it goes
-// INIT -> RTR (its numbers, the smaller MTU, its GID on RoCE) -> RTS (BRAID_VERBS_TIMEOUT,
-// BRAID_VERBS_RETRY); then "<jobId>/verbs/<rank>/<peer>/ready" is set and the peer's awaited, so
-// neither side writes before the other's queue pairs can take it. Every wait has the deadline.
+// slots and control block for this rank are (wire.h). connect moves each of this rank's queue
+// pairs to it INIT -> RTR (its numbers, the smaller MTU, its GID on RoCE) -> RTS
+// (BRAID_VERBS_TIMEOUT, BRAID_VERBS_RETRY) and sets "<jobId>/verbs/<rank>/<peer>/ready": the
+// receive direction is up (accept). The send direction is up once the peer's ready key is set, so
+// neither side writes before the other's queue pairs can take it.
 #include <cstring>
 #include <string>
 
 #include "common/log.h"
 #include "transport/peer_key.h"
 #include "transport/process.h"
+#include "transport/verbs/calls.h"
 #include "transport/verbs/channels.h"
 #include "transport/verbs/verbs.h"
 
 namespace braid::transport::verbs {
 
-void VerbsTransport::connectPeers(KeyValue& kv, Deadline deadline) {
+std::string VerbsTransport::handleKey(const PeerState& peer) const {
+  return fmt::format("{}/verbs/{}/{}", config_.jobId, peer.rank, config_.rank);
+}
+
+net::Issue VerbsTransport::connect(PeerState& peer, const std::string& value, KeyValue& kv) {
   const int rank = config_.rank;
-  PeerAddress expect;
-  expect.qps = static_cast<uint32_t>(settings_.qps);
-  expect.channels = static_cast<uint32_t>(config_.channels);
-  expect.slots = static_cast<uint32_t>(config_.slots);
-  expect.slotStride = (kSlotHeaderBytes + config_.slotBytes + 63) / 64 * 64;
-  for (auto& peer : peers_) {
-    if (!peer) continue;
-    const std::string key = fmt::format("{}/verbs/{}/{}", config_.jobId, peer->rank, rank);
-    const std::string value =
-        getPeerKey(kv, key, deadline, rank, peer->rank, "verbs", "publish its queue pairs");
+  if (!peer.queuePairsUp) {
+    PeerAddress expect;
+    expect.qps = static_cast<uint32_t>(settings_.qps);
+    expect.channels = static_cast<uint32_t>(config_.channels);
+    expect.slots = static_cast<uint32_t>(config_.slots);
+    expect.slotStride = (kSlotHeaderBytes + config_.slotBytes + 63) / 64 * 64;
     std::string why;
     std::optional<Published> theirs = decodePublished(value, expect, &why);
     BRAID_ENFORCE(theirs.has_value(), ErrorCode::kInvalidUsage,
                   "rank {}: verbs: peer rank {} published an address this rank cannot use under "
                   "'{}': {}",
-                  rank, peer->rank, key, why);
+                  rank, peer.rank, handleKey(peer), why);
     BRAID_ENFORCE((theirs->address.ethernet != 0) == device_.ethernet, ErrorCode::kInvalidUsage,
                   "rank {}: verbs: peer rank {} is on {}, this rank on {} (device {})", rank,
-                  peer->rank, theirs->address.ethernet ? "RoCE" : "InfiniBand",
+                  peer.rank, theirs->address.ethernet ? "RoCE" : "InfiniBand",
                   device_.ethernet ? "RoCE" : "InfiniBand", device_.name);
-    peer->theirs = std::move(*theirs);
-    peer->hello.seen = true;
-    peer->hello.pid = static_cast<int64_t>(peer->theirs.address.pid);
-    peer->hello.local = peer->theirs.address.hostId == hostId_ &&
-                        peer->theirs.address.pidNamespace == pidNamespace_ &&
-                        peer->theirs.address.pid != static_cast<uint64_t>(getpid());
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      connectQueuePairs(*peer, peer->theirs);
-    }
-    kv.set(fmt::format("{}/verbs/{}/{}/ready", config_.jobId, rank, peer->rank), "1");
+    peer.theirs = std::move(*theirs);
+    peer.hello.seen = true;
+    peer.hello.pid = static_cast<int64_t>(peer.theirs.address.pid);
+    peer.hello.local = peer.theirs.address.hostId == hostId_ &&
+                       peer.theirs.address.pidNamespace == pidNamespace_ &&
+                       peer.theirs.address.pid != static_cast<uint64_t>(getpid());
+    connectQueuePairs(peer, peer.theirs);
+    peer.queuePairsUp = true;
+    kv.set(readyKey(rank, peer.rank), "1");
   }
-  for (auto& peer : peers_) {
-    if (!peer) continue;
-    getPeerKey(kv, fmt::format("{}/verbs/{}/{}/ready", config_.jobId, peer->rank, rank), deadline,
-               rank, peer->rank, "verbs", "bring its queue pairs up");
-  }
-  const Clock::time_point now = Clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& peer : peers_) {
-    if (!peer) continue;
-    peer->lastHeard = peer->lastSent = now;
-    peer->checkPid = peer->hello.local;
-  }
-  connected_ = true;
+  // Writes go only once the peer's queue pairs can take them.
+  return probePeerKey(kv, readyKey(peer.rank, rank), rank, peer.rank, "verbs",
+                      "bring its queue pairs up")
+             ? net::Issue::kDone
+             : net::Issue::kNotNow;
+}
+
+net::Issue VerbsTransport::accept(PeerState& peer) {
+  return peer.queuePairsUp ? net::Issue::kDone : net::Issue::kNotNow;
+}
+
+std::string VerbsTransport::awaiting(const PeerState& peer, bool) const {
+  if (!peer.queuePairsUp) return "its queue pairs";
+  return fmt::format("its queue pairs ready (key '{}')", readyKey(peer.rank, config_.rank));
+}
+
+std::string VerbsTransport::connectContext() const {
+  return fmt::format("device {}", device_.name);
+}
+
+std::string VerbsTransport::readyKey(int from, int to) const {
+  return fmt::format("{}/verbs/{}/{}/ready", config_.jobId, from, to);
 }
 
 void VerbsTransport::connectQueuePairs(PeerState& peer, const Published& theirs) {

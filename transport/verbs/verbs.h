@@ -47,9 +47,10 @@ Settings readSettings(int rank);
 ///                               its channel, the queue pairs (INIT, receives posted), registers
 ///                               the receive slots and control blocks, and publishes
 ///                               "<jobId>/verbs/<rank>/<peer>" for every verbs peer;
-///   connectPeers(kv, deadline)  moves each peer's queue pairs to RTR and RTS with its published
-///                               numbers, publishes "<jobId>/verbs/<rank>/<peer>/ready" and waits
-///                               for the peer's (no write is issued before the peer's receive
+///   connectPeers(kv, deadline)  (ChannelEndpoint's, over connect.cc's connect and accept):
+///                               each peer's queue pairs to RTR and RTS with its published
+///                               numbers, "<jobId>/verbs/<rank>/<peer>/ready" published and the
+///                               peer's awaited (no write is issued before the peer's receive
 ///                               side is up);
 ///   start(doorbell)             hands the queue to the progress thread.
 /// Our own state (issued counts, queue pair occupancy) and every post are under mutex_: taken
@@ -62,8 +63,7 @@ class VerbsTransport final : public VerbsBase {
   ~VerbsTransport() override;
   Kind kind() const override { return Kind::kVerbs; }
 
-  void connectPeers(KeyValue& kv, Deadline deadline) override;
-  // send, recv (ChannelEndpoint): the channels to a peer of this kind.
+  // connectPeers, send, recv (ChannelEndpoint): the channels to a peer of this kind.
   // peerAlive (ChannelEndpoint): false once a write to it failed (its queue pair went to error),
   // it broke the protocol, it was silent for BRAID_VERBS_PEER_TIMEOUT, or (same host and pid
   // namespace) its process is gone.
@@ -86,6 +86,15 @@ class VerbsTransport final : public VerbsBase {
 
   // Connecting (connect.cc).
   void connectQueuePairs(PeerState& peer, const Published& theirs);
+  /// "<jobId>/verbs/<from>/<to>/ready": rank `from`'s queue pairs to `to` can receive.
+  std::string readyKey(int from, int to) const;
+  // network/net.h's connection phase (connect.cc): connect brings the queue pairs up and waits
+  // for the peer's ready key; accept is done once ours are up.
+  std::string handleKey(const PeerState& peer) const override;
+  net::Issue connect(PeerState& peer, const std::string& handle, KeyValue& kv) override;
+  net::Issue accept(PeerState& peer) override;
+  std::string awaiting(const PeerState& peer, bool send) const override;
+  std::string connectContext() const override;
 
   // network/net.h's calls and the completions (progress.cc); mutex_ held.
   /// Issues message `n` of `channel` as chunked writes on one queue pair; kNotNow when that
