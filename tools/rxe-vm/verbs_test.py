@@ -14,7 +14,6 @@ built or out of date, BRAID_RXE_VM=0. Skips as "missing" when BUILD lacks the bi
 the command that builds them.
 
     verbs_test.py --build BUILD [--timeout SECONDS]"""
-import argparse
 import os
 import re
 import subprocess
@@ -22,19 +21,13 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 sys.path.insert(0, HERE)
-import braid_skip  # noqa: E402
 import rxe_vm  # noqa: E402
 
 TEST = "rxe.verbs"
 PROGRAMS = ["verbs_test", "conformance_test", "rdma_collectives_test"]
 BINARIES = ["tests/transport/" + p for p in PROGRAMS] + ["tools/braidrun", "bench/all_reduce_perf"]
 SIZES = "8,32,128,512,2048,8192,32768,131072,524288,2097152"
-BUILD_HOW = ("the test command's build makes them where the VM runs (cmake/BraidRxeGuest.cmake, "
-             "build/rxe-guest/); by hand: cmake -S . -B build-vm -G Ninja -DCMAKE_BUILD_TYPE=Release "
-             "-DBRAID_NATIVE=OFF -DBRAID_WITH_VERBS=ON && cmake --build build-vm --target verbs_test "
-             "conformance_test rdma_collectives_test braidrun all_reduce_perf")
 
 
 def gtest_sections(out):
@@ -51,23 +44,13 @@ def gtest_sections(out):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--timeout", type=int, default=1500)
-    args = ap.parse_args()
-    build = os.path.abspath(args.build)
+    build, timeout = rxe_vm.start(TEST, BINARIES)
 
-    rxe_vm.require_vm(TEST)
-    missing = [b for b in BINARIES if not os.access(os.path.join(build, b), os.X_OK)]
-    if missing:
-        braid_skip.skip_missing(f"the guest's binaries are not built in {build} ({', '.join(missing)}): "
-                                f"{BUILD_HOW}", TEST)
-
-    cmd = [os.path.join(HERE, "run"), "--share", ROOT, "--timeout", str(args.timeout), "--",
+    cmd = [os.path.join(HERE, "run"), "--share", ROOT, "--timeout", str(timeout), "--",
            os.path.join(HERE, "verbs-suite"), build]
     print("+", " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          errors="replace", timeout=args.timeout + 60)
+                          errors="replace", timeout=timeout + 60)
     out = proc.stdout
     sys.stdout.write(out)
     problems = []
@@ -93,17 +76,10 @@ def main():
         if passed:
             print(f"rxe.verbs: {program}: {passed.group(1)} passed", flush=True)
     for n in (2, 4):
-        table = os.path.join(build, "rxe-verbs", f"all_reduce_{n}.out")
-        if not os.path.exists(table):
-            problems.append(f"all_reduce_perf at {n} ranks: no table ({table})")
-            continue
-        check = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "bench", "perf_smoke.py"),
-                                "--sizes", SIZES, "--", "cat", table],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        print(f"rxe.verbs: all_reduce_perf --transport verbs, {n} ranks: {check.stdout.strip()}",
-              flush=True)
-        if check.returncode != 0:
-            problems.append(f"all_reduce_perf at {n} ranks: its table failed the check")
+        problem = rxe_vm.check_table(os.path.join(build, "rxe-verbs", f"all_reduce_{n}.out"), SIZES,
+                                     f"rxe.verbs: all_reduce_perf --transport verbs, {n} ranks")
+        if problem:
+            problems.append(problem)
     return rxe_vm.finish(TEST, problems, "braid's verbs transport over Soft-RoCE rxe0 in the VM")
 
 
