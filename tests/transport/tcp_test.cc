@@ -1,4 +1,4 @@
-// tcp only: stray connections on the listening port, and protocol errors.
+// tcp only: stray connections on the listening port, a refused dial, and protocol errors.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -120,6 +120,43 @@ TEST(TcpHandshake, StrayConnectionsAreRejectedAndRealPeersConnect) {
   in.release();
   EXPECT_TRUE(ep0->peerAlive(1));
   EXPECT_TRUE(ep1->peerAlive(0));
+}
+
+// A higher peer whose published address refuses connections (its process is gone, or it never
+// listened): the dial is retried, without blocking, until the connect deadline, whose error names
+// the peer, its address and the last refusal.
+TEST(TcpHandshake, ARefusedDialIsRetriedUntilTheDeadlineNamingTheAddress) {
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("refused");
+  // A port nothing listens on: bound, then closed.
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(s);
+  const std::string where = fmt::format("127.0.0.1:{}", ntohs(addr.sin_port));
+  kv.set(jobId + "/tcp/1", where);
+  EndpointConfig c = makeConfig(0, 2, {Kind::kTcp, Kind::kTcp}, jobId);
+  c.timeoutSeconds = 1;
+  const auto start = Clock::now();
+  try {
+    connect(c, kv);
+    ADD_FAILURE() << "a dial to a refusing address connected";
+  } catch (const Error& e) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+    const std::string text = e.what();
+    const std::string expected =
+        "rank 0: tcp connect timed out waiting for peer rank(s) 1 (to accept a connection at " +
+        where + ": ";
+    EXPECT_NE(text.find(expected), std::string::npos) << text;
+    EXPECT_NE(text.find("refused"), std::string::npos) << text;
+    EXPECT_GE(seconds, 0.9);  // retried until the deadline, not given up at the first refusal
+    EXPECT_LT(seconds, 5.0);
+  }
 }
 
 TEST(TcpProtocol, OversizedFrameIsAnErrorNamingThePeer) {
