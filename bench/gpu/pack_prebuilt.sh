@@ -5,19 +5,27 @@
 #   DEST/deps  headers, libraries and CMake configs of fmt, GoogleTest and nlohmann-json, so the
 #              GPU machine (which has nvcc, CMake and PyTorch but no Debian packages) can configure
 #              braid itself, e.g. to build braid_torch against its own PyTorch.
+#   with BRAID_GPU_TRAINER=1 also braid-train and trainer_cuda_test in DEST/bin, with the
+#              libraries they need that a bare Ubuntu lacks (OpenBLAS, oneDNN, OpenMP and theirs;
+#              cuBLAS and cuDNN come from the GPU machine's pip packages), and Fashion-MNIST in
+#              DEST/data;
+#   with BRAID_GPU_XZ=1 all of it as one DEST/pack.tar.xz instead (the working tree that travels
+#              is limited to 64 MiB): unpack there with `tar xJf DEST/pack.tar.xz -C DEST`.
 # Usage: bench/gpu/pack_prebuilt.sh [BUILD_DIR] [DEST]   (from the repository root)
 set -euo pipefail
 BUILD=${1:-build-gpu}
 DEST=${2:-.gpu}
 ARCH=${BRAID_GPU_ARCH:-90}   # H100/H200
+TRAINER=${BRAID_GPU_TRAINER:-0}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DBRAID_WITH_MPI=OFF -DBRAID_WITH_UCX=OFF \
   -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_TORCH=OFF -DBRAID_WITH_TORCH2=OFF -DBRAID_WITH_FUZZ=OFF \
-  -DBRAID_WITH_TRAINER=OFF >/dev/null
+  -DBRAID_WITH_TRAINER=$([ "$TRAINER" = 1 ] && echo ON || echo OFF) >/dev/null
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf alltoall_perf braidrun nccl_device_test)
+  all_reduce_perf alltoall_perf braidrun nccl_device_test gpu_device_threads_bench)
+[ "$TRAINER" = 1 ] && TARGETS+=(braid-train trainer_cuda_test)
 cmake --build "$BUILD" --target "${TARGETS[@]}"
-rm -rf "$DEST/bin" "$DEST/deps"
+rm -rf "$DEST/bin" "$DEST/deps" "$DEST/data" "$DEST/pack.tar.xz"
 mkdir -p "$DEST/bin"
 for t in "${TARGETS[@]}"; do
   f=$(find "$BUILD" -name "$t" -type f -perm -u+x | head -1)
@@ -35,4 +43,21 @@ cp -a /usr/include/{fmt,gtest,gmock,nlohmann} "$D/include/"
 cp -a "$LIB"/libfmt.so* "$LIB"/libgtest*.a "$LIB"/libgmock*.a "$D/lib/x86_64-linux-gnu/"
 cp -a "$LIB"/cmake/{fmt,GTest} "$D/lib/x86_64-linux-gnu/cmake/"
 cp -a /usr/share/cmake/nlohmann_json "$D/share/cmake/"
+if [ "$TRAINER" = 1 ]; then
+  # What braid-train links that Ubuntu's base image lacks, followed through symlinks.
+  for so in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libdnnl.so.2 libOpenCL.so.1 \
+    libgomp.so.1; do
+    f=$(ldd "$DEST/bin/braid-train" | awk -v so="$so" '$1 == so { print $3 }')
+    [ -n "$f" ] && mkdir -p "$DEST/bin/trainer-libs" && cp -L "$f" "$DEST/bin/trainer-libs/$so"
+  done
+  mkdir -p "$DEST/data"
+  cp /usr/share/datasets/fashion-mnist/*.gz "$DEST/data/"
+fi
+if [ "${BRAID_GPU_XZ:-0}" = 1 ]; then
+  parts=(bin deps)
+  [ -d "$DEST/data" ] && parts+=(data)
+  tar cf - -C "$DEST" "${parts[@]}" | xz -6 -T0 >"$DEST/pack.tar.xz.part"
+  rm -rf "$DEST/bin" "$DEST/deps" "$DEST/data"
+  mv "$DEST/pack.tar.xz.part" "$DEST/pack.tar.xz"
+fi
 du -sh "$DEST"

@@ -7,12 +7,22 @@
 #      over cuda_ipc;
 #   2. compute-sanitizer (memcheck, racecheck) over small all-reduces and the kernels;
 #   3. the reduce-copy kernel's GB/s vs cudaMemcpy D2D at 256 MiB float32 and bfloat16;
-#   4. all_reduce_perf --device cuda -b 8 -e 1G -f 4 with 2 and 4 ranks on the GPU, and
-#      alltoall_perf --device cuda -b 8 -e 256M -f 16 with 2 ranks;
+#   4. the all-reduce on device buffers with ranks as threads of one process
+#      (gpu_device_threads_bench, 2 and 4 ranks), then as processes (all_reduce_perf --device cuda
+#      -b 8 -e 1G -f 4, 2 ranks; once more with CUDA_MODULE_LOADING=EAGER to 8 MiB);
 #   5. braid_torch built against the machine's PyTorch (needs DEPS, below) and its tests run, CUDA
 #      tensors included (tests/python/test_cuda.py at 2 and 3 ranks: every op with a device path,
 #      all-to-all, gather and scatter too, each element against a single-process reference);
-#   6. the machine: nvidia-smi, ibv_devices, compilers.
+#   6. the machine: nvidia-smi, ibv_devices, compilers;
+#   7. when the packed binaries include them: the trainer's CUDA layer checks (trainer_cuda_test),
+#      braid-train --device cuda (MLP and ResNet, 1 and 2 ranks) and PyTorch on the same ResNet
+#      (train_torch_reference.py), one at a time.
+# BRAID_GPU_QUICK=1 leaves out the full process table and the sanitizers; BRAID_GPU_ALL=1 adds
+# the 4-process table, alltoall_perf, the wait-kernel variants and memcheck over processes.
+# BRAID_GPU_TORCH_TESTS names the torch2_ tests to run (default: all of them);
+# BRAID_GPU_DATA is the Fashion-MNIST folder for step 7; BRAID_GPU_STEPS, a regular expression,
+# runs only the steps whose names it matches (a later call on the same lease re-runs what failed);
+# BRAID_GPU_TEST_FILTER is a gtest filter for cuda_gpu_test.
 # Usage: bench/gpu/run_gpu_checks.sh [BUILD_OR_BIN] [OUT_DIR] [DEPS]   (from the repository root)
 #   BUILD_OR_BIN: a folder of prebuilt binaries (bench/gpu/pack_prebuilt.sh's DEST/bin), used as it
 #   is; otherwise a build folder, configured and built here. DEPS: a prefix holding fmt, GoogleTest
@@ -31,7 +41,7 @@ failed=()
 SRC=$(pwd)
 
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf alltoall_perf braidrun nccl_device_test)
+  all_reduce_perf alltoall_perf braidrun nccl_device_test gpu_device_threads_bench)
 if [ -x "$BIN/cuda_gpu_test" ]; then
   export LD_LIBRARY_PATH="$(cd "$BIN" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
@@ -74,6 +84,7 @@ dump_stacks() {
 step() {
   local name=$1 limit=$2
   shift 2
+  if [ -n "${BRAID_GPU_STEPS:-}" ] && ! [[ $name =~ ^(${BRAID_GPU_STEPS})$ ]]; then return 0; fi
   local t0=$SECONDS
   setsid "$@" >"$OUT/$name.log" 2>&1 &
   local pid=$! rc
@@ -102,21 +113,25 @@ torch_step() {
     -DBRAID_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DBRAID_WITH_TORCH=OFF \
     -DBRAID_WITH_TORCH2=ON -DBRAID_TORCH2_PYTHON="$(command -v python3)" -DBRAID_WITH_MPI=OFF \
     -DBRAID_WITH_UCX=OFF -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_FUZZ=OFF -DBRAID_WITH_TRAINER=OFF &&
-    cmake --build "$tb" -j6 --target braid_torch2 &&
-    for t in collectives_2 ops_2 p2p_2 ddp cuda_2 cuda_3; do
-      [ -f "$SRC/tests/python/test_${t%_[0-9]}.py" ] || continue
-      echo "--- $t"
-      ctest --test-dir "$tb" -R "^torch2_$t\$" -FA '.*' --output-on-failure --timeout 120 || return 1
-    done
+    cmake --build "$tb" -j6 --target braid_torch2 || return 1
+  # Every test, whatever failed before it; a crash prints the Python stack of each rank.
+  local rc=0
+  for t in ${BRAID_GPU_TORCH_TESTS:-collectives_2 ops_2 p2p_2 ddp cuda_2 cuda_3}; do
+    [ -f "$SRC/tests/python/test_${t%_[0-9]}.py" ] || continue
+    echo "--- $t"
+    PYTHONFAULTHANDLER=1 ctest --test-dir "$tb" -R "^torch2_$t\$" -FA '.*' --output-on-failure \
+      --timeout 120 || rc=1
+  done
+  return $rc
 }
 if [ -n "${BRAID_GPU_SKIP_TORCH:-}" ]; then :; else
-  export -f torch_step; export SRC DEPS
-  bg torch 420 bash -c torch_step
+  export -f torch_step; export SRC DEPS BRAID_GPU_TORCH_TESTS
+  bg torch 300 bash -c torch_step
 fi
 
 # 1. Correctness, concurrently (they share the GPU; no timing here).
 bg cpu-tests 60 "$CPU_TEST"
-bg gpu-tests 100 env BRAID_CUDA_WAIT=auto "$GPU_TEST"
+bg gpu-tests 100 env BRAID_CUDA_WAIT=auto "$GPU_TEST" ${BRAID_GPU_TEST_FILTER:+--gtest_filter="$BRAID_GPU_TEST_FILTER"}
 bg proc-tests 100 env BRAID_CUDA_WAIT=auto "$PROC_TEST"
 # Each case in a process of its own (as under ctest): the forked-rank cases need a parent that
 # never initialised CUDA.
@@ -140,23 +155,59 @@ bg nccl-device 90 "$(bin nccl_device_test)"
 wait_fg() { while [ "$(jobs -r | wc -l)" -gt "$1" ]; do sleep 1; done; }
 wait_fg 1   # all but the torch build
 
-# 3. Timings, one at a time.
-step kernels-256M 45 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --ops sum
-for n in 2 4; do
-  step "all_reduce_perf-${n}ranks" 60 "$BRAIDRUN" -n "$n" "$PERF" --device cuda -b 8 -e 1G -f 4
-done
-step alltoall_perf-2ranks 45 "$BRAIDRUN" -n 2 "$(bin alltoall_perf)" --device cuda -b 8 -e 256M -f 16
+# 3. Timings, one at a time. Ranks as threads of one process (one CUDA context) first, then as
+# processes (a context each, which the GPU time-slices), once with every kernel loaded eagerly.
+step kernels-256M 30 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --ops sum
+THREADS_BENCH=$(bin gpu_device_threads_bench)
+step threads-all_reduce-2ranks 30 "$THREADS_BENCH" --ranks 2 --min 8 --max 1G --factor 4
+step threads-all_reduce-4ranks 30 "$THREADS_BENCH" --ranks 4 --min 8 --max 256M --factor 4
+step all_reduce_perf-2ranks-eager 20 env CUDA_MODULE_LOADING=EAGER "$BRAIDRUN" -n 2 "$PERF" \
+  --device cuda -b 8 -e 8M -f 32 -w 2 -n 10
+if [ -z "${BRAID_GPU_QUICK:-}" ]; then
+  step all_reduce_perf-2ranks 40 "$BRAIDRUN" -n 2 "$PERF" --device cuda -b 8 -e 1G -f 4
+fi
+if [ -n "${BRAID_GPU_ALL:-}" ]; then
+  step all_reduce_perf-4ranks 60 "$BRAIDRUN" -n 4 "$PERF" --device cuda -b 8 -e 1G -f 4
+  step alltoall_perf-2ranks 45 "$BRAIDRUN" -n 2 "$(bin alltoall_perf)" --device cuda -b 8 -e 256M -f 16
+fi
 
-# 1b and 2: the wait kernel, and compute-sanitizer (slow), concurrently.
-bg gpu-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$GPU_TEST" --gtest_filter='*DeviceThreads*'
-bg proc-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$PROC_TEST"
+# 2: compute-sanitizer (slow), beside the trainer's checks.
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-bg sanitizer-memcheck-threads 90 "$SAN" --tool memcheck --error-exitcode 9 "$GPU_TEST" \
+[ -n "${BRAID_GPU_QUICK:-}" ] || bg sanitizer-memcheck-threads 90 "$SAN" --tool memcheck --error-exitcode 9 "$GPU_TEST" \
   --gtest_filter='DeviceThreadsOrdering.*:CudaKernels.InPlace*:CudaKernels.Copy*'
-bg sanitizer-racecheck-kernels 90 "$SAN" --tool racecheck --error-exitcode 9 "$GPU_TEST" \
+[ -n "${BRAID_GPU_QUICK:-}" ] || bg sanitizer-racecheck-kernels 90 "$SAN" --tool racecheck --error-exitcode 9 "$GPU_TEST" \
   --gtest_filter='CudaKernels.CopyToOneAndTwoDestinations:CudaKernels.ReduceMany*'
-bg sanitizer-memcheck-processes 90 "$BRAIDRUN" -n 2 "$SAN" --tool memcheck --error-exitcode 9 \
-  "$PERF" --device cuda -b 8 -e 4M -f 8 -n 2 -w 1
+if [ -n "${BRAID_GPU_ALL:-}" ]; then
+  bg gpu-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$GPU_TEST" --gtest_filter='*DeviceThreads*'
+  bg proc-tests-kernel-wait 90 env BRAID_CUDA_WAIT=kernel "$PROC_TEST"
+  bg sanitizer-memcheck-processes 90 "$BRAIDRUN" -n 2 "$SAN" --tool memcheck --error-exitcode 9 \
+    "$PERF" --device cuda -b 8 -e 4M -f 8 -n 2 -w 1
+fi
+
+# 7. The trainer's CUDA path (when its binaries are here): its layer checks, then braid-train and
+# PyTorch on the same model, batch and precision, one at a time.
+TRAIN=$(bin braid-train) TRAIN_TEST=$(bin trainer_cuda_test)
+DATA=${BRAID_GPU_DATA:-/usr/share/datasets/fashion-mnist}
+[ -z "${BRAID_GPU_DATA:-}" ] && [ -d "$BIN/../data" ] && DATA=$(cd "$BIN/../data" && pwd)
+if [ -n "$TRAIN$TRAIN_TEST" ]; then
+  # cuBLAS and cuDNN from the machine's pip packages (PyTorch's), where no system copy exists.
+  NVLIBS=$(python3 -c 'import glob, os, nvidia
+print(":".join(sorted({os.path.dirname(p) for r in nvidia.__path__
+                       for p in glob.glob(os.path.join(r, "*", "lib", "lib*.so*"))})))' 2>/dev/null)
+  TLIBS=$(cd "$(dirname "${TRAIN:-$TRAIN_TEST}")" && pwd)/trainer-libs
+  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$TLIBS${NVLIBS:+:$NVLIBS}"
+  ldd "$TRAIN" "$TRAIN_TEST" >"$OUT/trainer-ldd.log" 2>&1
+fi
+if [ -n "$TRAIN_TEST" ]; then step trainer-cuda-test 60 "$TRAIN_TEST"; fi
+if [ -n "$TRAIN" ]; then
+  for m in mlp resnet; do
+    step "train-$m-1rank" 40 "$TRAIN" --device cuda --model "$m" --epochs 1 --data "$DATA"
+  done
+  step train-resnet-2ranks 60 "$BRAIDRUN" -n 2 "$TRAIN" --device cuda --model resnet --epochs 1 \
+    --data "$DATA"
+  step torch-resnet-fp32 60 python3 "$SRC/bench/gpu/train_torch_reference.py" --device cuda \
+    --model resnet --precision fp32 --steps 300 --epochs 1 --data "$DATA"
+fi
 wait
 # The background steps' failures were recorded in their subshells: read them from steps.log.
 mapfile -t failed < <(grep -v ': rc 0,' "$OUT/steps.log" | sed 's/^=== //; s/,.*//')

@@ -7,6 +7,7 @@
 #include "comm/detail/create.h"
 #include "comm/detail/status_server.h"
 #include "comm/exec/host_pieces.h"
+#include "common/env.h"
 #include "common/log.h"
 
 namespace braid::create {
@@ -39,8 +40,10 @@ void exchangeStatusAddresses(CommState& state, const Plan& plan, transport::KeyV
       plan.config.advertiseAddress.empty() ? "127.0.0.1" : plan.config.advertiseAddress;
   const std::string address = comm::startStatusServer(ip, &why);
   if (address.empty()) {
-    BRAID_WARN("rank {}: no status server, so other hosts' stuck-rank reports will lack this "
-               "host's ranks: {}", state.rank, why);
+    BRAID_WARN(
+        "rank {}: no status server, so other hosts' stuck-rank reports will lack this "
+        "host's ranks: {}",
+        state.rank, why);
   }
   kv.set(fmt::format("{}/status/{}", state.jobId, state.rank), address.empty() ? "-" : address);
   const Deadline deadline = Deadline::after(state.options.timeoutSeconds);
@@ -56,7 +59,8 @@ void exchangeStatusAddresses(CommState& state, const Plan& plan, transport::KeyV
 
 void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   StoreKeyValue kv(*state.store);
-  state.start(transport::connect(plan.config, kv), std::make_unique<comm::HostPieces>(),
+  state.start(transport::connect(plan.config, kv),
+              std::make_unique<comm::HostPieces>(envInt("BRAID_DEFERRED_PIECES", 0) != 0),
               plan.oversubscribed);
   state.jobId = meeting.jobId;
   state.secret = plan.config.secret;
@@ -66,8 +70,8 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   leaveRendezvous(state);
   const int rank = state.rank;
   // The board is shared by the ranks with this rank's host key (whatever transport they use).
-  const int onThisHost = static_cast<int>(
-      std::count(meeting.hosts.begin(), meeting.hosts.end(), meeting.hosts[rank]));
+  const int onThisHost =
+      static_cast<int>(std::count(meeting.hosts.begin(), meeting.hosts.end(), meeting.hosts[rank]));
   if (!state.options.statusBoard) {
     state.boardWhy = "BRAID_STATUS_BOARD=0 turned it off";
   } else {
@@ -75,8 +79,8 @@ void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
     state.board = comm::StatusBoard::open(meeting.jobId + "@" + meeting.hosts[rank], rank,
                                           state.size, onThisHost, &state.boardWhy);
   }
-  if (!state.board && state.options.statusBoard) BRAID_WARN("rank {}: no status board for stuck-rank reports: {}", rank,
-                               state.boardWhy);
+  if (!state.board && state.options.statusBoard)
+    BRAID_WARN("rank {}: no status board for stuck-rank reports: {}", rank, state.boardWhy);
   state.executor->runner().onWaiting([board = state.board.get()](const std::string& what) {
     if (board != nullptr) board->waiting(what);
   });

@@ -10,9 +10,12 @@
 namespace braid::comm {
 
 /// Moves a piece now; results bound for a large output are formed in cache and streamed out.
+/// `deferred`: the runner drives it as it drives the device engine (one piece per lane per
+/// sweep, slots posted and released only after finish()), so the host tests check that protocol
+/// on machines without a GPU (BRAID_DEFERRED_PIECES=1; the memory moves at once either way).
 class HostPieces final : public PieceEngine {
  public:
-  HostPieces() : PieceEngine(false) {}
+  explicit HostPieces(bool deferred = false) : PieceEngine(deferred) {}
   void move(const Piece& piece, const ExecArgs& args) override;
 
  private:

@@ -12,6 +12,7 @@
 
 #include "braid/braid.hpp"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/rank_threads.h"
 
 namespace braid::cudatest {
 
@@ -28,7 +29,9 @@ inline std::vector<char> reducedInputs(int n, size_t count, DataType t, RedOp op
 struct Device {
   void* p = nullptr;
   explicit Device(size_t bytes) { cudaMalloc(&p, bytes + 16); }
-  ~Device() { cudaFree(p); }
+  ~Device() { DeferFrees::free(p); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
   char* c() { return static_cast<char*>(p); }
 };
 
@@ -48,8 +51,9 @@ struct Stream {
 /// device or the legacy default stream while a peer's collective is in flight (that waits for the
 /// peer's stream, which waits for this rank: a deadlock, as with NCCL): one non-blocking stream,
 /// cudaMemcpyAsync on it, and buffers allocated once before and freed once after all collectives.
+/// Under a forced `algo` the collectives it cannot run are left out (algorithmRuns).
 inline std::string checkDeviceCollectives(DeviceCommunicator& dc, const std::vector<size_t>& counts,
-                                          bool allTypes) {
+                                          bool allTypes, Algorithm algo = Algorithm::kAuto) {
   const int n = dc.size(), r = dc.rank();
   cudaStream_t stream;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
@@ -111,9 +115,10 @@ inline std::string checkDeviceCollectives(DeviceCommunicator& dc, const std::vec
           const int root = n - 1;
           up(A, mine.data(), bytes);
           void* rDst = inPlace ? A : B;
-          dc.reduce(A, rDst, count, t, op, root, s);
+          const bool rootedRun = algorithmRuns(algo, Collective::kReduce);
+          if (rootedRun) dc.reduce(A, rDst, count, t, op, root, s);
           sync("reduce");
-          if (r == root) {
+          if (rootedRun && r == root) {
             down(got.data(), rDst, bytes);
             ok = sameBytes(got.data(), want.data(), count, t);
             if (!ok) note("reduce " + tag + ": " + ok.message());
@@ -130,12 +135,14 @@ inline std::string checkDeviceCollectives(DeviceCommunicator& dc, const std::vec
             if (!ok) note(fmt::format("allGather {} block {}: {}", tag, q, ok.message()));
           }
           // broadcast from rank 0
-          up(A, mine.data(), bytes);
-          void* bDst = inPlace ? A : B;
-          dc.broadcast(A, bDst, count, t, 0, s);
-          down(got.data(), bDst, bytes);
-          ok = sameBytes(got.data(), rankInput(0, count, t, op).data(), count, t);
-          if (!ok) note("broadcast " + tag + ": " + ok.message());
+          if (rootedRun) {
+            up(A, mine.data(), bytes);
+            void* bDst = inPlace ? A : B;
+            dc.broadcast(A, bDst, count, t, 0, s);
+            down(got.data(), bDst, bytes);
+            ok = sameBytes(got.data(), rankInput(0, count, t, op).data(), count, t);
+            if (!ok) note("broadcast " + tag + ": " + ok.message());
+          }
           // send/recv around a ring (even ranks send first)
           if (n > 1 && !inPlace) {
             const int next = (r + 1) % n, prev = (r + n - 1) % n;

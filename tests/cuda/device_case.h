@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "braid/braid.hpp"
+#include "tests/cuda/rank_threads.h"
 #include "tests/kit/alltoallv_case.h"
 #include "tests/kit/host_case.h"
 
@@ -29,8 +30,8 @@ class DeviceScratch {
       throw std::runtime_error(fmt::format("cudaMalloc of 2 x {} bytes failed", bytes));
   }
   ~DeviceScratch() {
-    cudaFree(a_);
-    cudaFree(b_);
+    DeferFrees::free(a_);
+    DeferFrees::free(b_);
   }
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
@@ -49,31 +50,35 @@ class DeviceScratch {
 inline std::string runCaseOnDevice(int r, int n, const testing::CollectiveCase& c,
                                    DeviceScratch& scratch, cudaStream_t stream,
                                    const std::function<void(const void*, void*)>& call) {
-  return testing::runCaseOn(r, n, c, [&](std::vector<char>& in, std::vector<char>& out,
-                                         const void* send, void* recv) {
-    if (in.size() > scratch.bytes() || out.size() > scratch.bytes())
-      throw std::runtime_error(fmt::format("{}: buffers of {} and {} bytes exceed the scratch {}",
-                                           c.name(), in.size(), out.size(), scratch.bytes()));
-    auto onDevice = [&](const void* p) {
-      const char* q = static_cast<const char*>(p);
-      if (q >= in.data() && q < in.data() + in.size()) return scratch.in() + (q - in.data());
-      return scratch.out() + (q - out.data());
-    };
-    auto check = [&](cudaError_t e, const char* what) {
-      if (e != cudaSuccess)
-        throw std::runtime_error(fmt::format("{}: {}: {}", c.name(), what, cudaGetErrorString(e)));
-    };
-    check(cudaMemcpyAsync(scratch.in(), in.data(), in.size(), cudaMemcpyHostToDevice, stream),
-          "upload");
-    check(cudaMemcpyAsync(scratch.out(), out.data(), out.size(), cudaMemcpyHostToDevice, stream),
-          "upload");
-    call(onDevice(send), onDevice(recv));
-    check(cudaMemcpyAsync(in.data(), scratch.in(), in.size(), cudaMemcpyDeviceToHost, stream),
-          "download");
-    check(cudaMemcpyAsync(out.data(), scratch.out(), out.size(), cudaMemcpyDeviceToHost, stream),
-          "download");
-    check(cudaStreamSynchronize(stream), "stream");
-  });
+  return testing::runCaseOn(
+      r, n, c, [&](std::vector<char>& in, std::vector<char>& out, const void* send, void* recv) {
+        if (in.size() > scratch.bytes() || out.size() > scratch.bytes())
+          throw std::runtime_error(
+              fmt::format("{}: buffers of {} and {} bytes exceed the scratch {}", c.name(),
+                          in.size(), out.size(), scratch.bytes()));
+        auto onDevice = [&](const void* p) {
+          const char* q = static_cast<const char*>(p);
+          if (q >= in.data() && q < in.data() + in.size()) return scratch.in() + (q - in.data());
+          return scratch.out() + (q - out.data());
+        };
+        auto check = [&](cudaError_t e, const char* what) {
+          if (e != cudaSuccess)
+            throw std::runtime_error(
+                fmt::format("{}: {}: {}", c.name(), what, cudaGetErrorString(e)));
+        };
+        check(cudaMemcpyAsync(scratch.in(), in.data(), in.size(), cudaMemcpyHostToDevice, stream),
+              "upload");
+        check(
+            cudaMemcpyAsync(scratch.out(), out.data(), out.size(), cudaMemcpyHostToDevice, stream),
+            "upload");
+        call(onDevice(send), onDevice(recv));
+        check(cudaMemcpyAsync(in.data(), scratch.in(), in.size(), cudaMemcpyDeviceToHost, stream),
+              "download");
+        check(
+            cudaMemcpyAsync(out.data(), scratch.out(), out.size(), cudaMemcpyDeviceToHost, stream),
+            "download");
+        check(cudaStreamSynchronize(stream), "stream");
+      });
 }
 
 /// The stream-ordered call of `coll` (a scheduled or exchange collective) on `dc`.
@@ -98,8 +103,8 @@ inline void callDeviceCollective(DeviceCommunicator& dc, const testing::Collecti
     case Collective::kScatter:
       return dc.scatter(send, recv, c.count, c.type, c.root, s);
     default:
-      throw std::runtime_error(fmt::format("callDeviceCollective: {} is not a scheduled one",
-                                           collectiveName(c.coll)));
+      throw std::runtime_error(
+          fmt::format("callDeviceCollective: {} is not a scheduled one", collectiveName(c.coll)));
   }
 }
 
@@ -107,7 +112,8 @@ inline void callDeviceCollective(DeviceCommunicator& dc, const testing::Collecti
 /// place and out of place, roots 0 and n-1; then an uneven allToAllv (zero pairs included) and one
 /// in which rank 0 sends nothing.
 /// Returns "" or what was wrong (the first few).
-inline std::string checkDeviceExchanges(DeviceCommunicator& dc) {
+/// Under a forced `algo` the collectives it cannot run are left out (algorithmRuns).
+inline std::string checkDeviceExchanges(DeviceCommunicator& dc, Algorithm algo = Algorithm::kAuto) {
   const int n = dc.size(), r = dc.rank();
   cudaStream_t stream;
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
@@ -119,6 +125,7 @@ inline std::string checkDeviceExchanges(DeviceCommunicator& dc) {
   const std::vector<size_t> counts{0, 1, 1009, 300007};
   DeviceScratch scratch(300007 * size_t(n) * 8 + 64);
   for (Collective coll : testing::kExchangeCollectives) {
+    if (!algorithmRuns(algo, coll)) continue;
     for (DataType t : testing::kAllTypes) {
       for (size_t count : counts) {
         if (count > 1009 && t != DataType::kFloat32 && t != DataType::kBFloat16) continue;
@@ -140,10 +147,8 @@ inline std::string checkDeviceExchanges(DeviceCommunicator& dc) {
     testing::AllToAllvCase v(r, n, countOf);
     cudaMemcpyAsync(scratch.in(), v.in.data(), v.in.size() * 4, cudaMemcpyHostToDevice, stream);
     dc.allToAllv(scratch.in(), v.sendCounts.data(), v.sendDispls.data(), scratch.out(),
-                 v.recvCounts.data(), v.recvDispls.data(), DataType::kFloat32,
-                 CudaStream{stream});
-    cudaMemcpyAsync(v.out.data(), scratch.out(), v.out.size() * 4, cudaMemcpyDeviceToHost,
-                    stream);
+                 v.recvCounts.data(), v.recvDispls.data(), DataType::kFloat32, CudaStream{stream});
+    cudaMemcpyAsync(v.out.data(), scratch.out(), v.out.size() * 4, cudaMemcpyDeviceToHost, stream);
     cudaStreamSynchronize(stream);
     dc.checkAsyncError();
     note(v.check(what));

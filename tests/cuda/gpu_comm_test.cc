@@ -6,10 +6,10 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/kit/communicators.h"
 #include "tests/cuda/collective_check.h"
 #include "tests/cuda/device_case.h"
 #include "tests/cuda/gpu_util.h"
+#include "tests/kit/communicators.h"
 
 namespace braid {
 namespace {
@@ -17,6 +17,7 @@ namespace {
 void runDeviceRanks(int n, Algorithm algo, const std::function<void(DeviceCommunicator&)>& fn) {
   Options options;
   options.timeoutSeconds = 30;
+  cudatest::DeferFrees deferFrees;  // freed after every rank thread has joined
   auto errors = testing::runRanks(n, options, [&](Communicator& host) {
     cudaSetDevice(0);
     Options dopt = options;
@@ -48,8 +49,8 @@ TEST_P(DeviceThreads, EveryCollectiveTypeAndOpMatchesTheReference) {
   const Case c = GetParam();
   runDeviceRanks(c.ranks, c.algo, [&](DeviceCommunicator& dc) {
     // Small and odd counts for every type; a multi-slot count for a few.
-    std::string err = cudatest::checkDeviceCollectives(dc, {1, 1001}, true);
-    err += cudatest::checkDeviceCollectives(dc, {300007}, false);
+    std::string err = cudatest::checkDeviceCollectives(dc, {1, 1001}, true, c.algo);
+    err += cudatest::checkDeviceCollectives(dc, {300007}, false, c.algo);
     EXPECT_EQ(err, "");
   });
 }
@@ -71,15 +72,14 @@ TEST_P(DeviceExchanges, EveryTypeCountAndPlacementMatchesTheReference) {
   BRAID_REQUIRE_GPU();
   const Case c = GetParam();
   runDeviceRanks(c.ranks, c.algo, [&](DeviceCommunicator& dc) {
-    EXPECT_EQ(cudatest::checkDeviceExchanges(dc), "");
+    EXPECT_EQ(cudatest::checkDeviceExchanges(dc, c.algo), "");
   });
 }
 
 INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, DeviceExchanges,
                          ::testing::Values(Case{1, Algorithm::kAuto}, Case{2, Algorithm::kAuto},
                                            Case{3, Algorithm::kOneShot},
-                                           Case{3, Algorithm::kPairwise},
-                                           Case{4, Algorithm::kAuto},
+                                           Case{3, Algorithm::kPairwise}, Case{4, Algorithm::kAuto},
                                            Case{5, Algorithm::kPairwise}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::to_string(info.param.ranks) + "ranks_" +

@@ -33,6 +33,9 @@ void toSlot(Kind kind, void* slot, const void* src, size_t n) {
   }
 #if BRAID_TEST_CUDA
   check(cudaMemcpy(slot, src, n, cudaMemcpyHostToDevice), "cudaMemcpy");
+  // From pageable memory cudaMemcpy may return once the bytes are staged, before they land; the
+  // peer reads the slot as soon as it is posted (seen on an H100: wrong bytes between processes).
+  check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
 #else
   noCuda();
 #endif
@@ -57,6 +60,7 @@ void setSlot(Kind kind, void* slot, int byte, size_t n) {
   }
 #if BRAID_TEST_CUDA
   check(cudaMemset(slot, byte, n), "cudaMemset");
+  check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");  // cudaMemset is asynchronous
 #else
   noCuda();
 #endif
