@@ -44,13 +44,19 @@ cp -a "$LIB"/libfmt.so* "$LIB"/libgtest*.a "$LIB"/libgmock*.a "$D/lib/x86_64-lin
 cp -a "$LIB"/cmake/{fmt,GTest} "$D/lib/x86_64-linux-gnu/cmake/"
 cp -a /usr/share/cmake/nlohmann_json "$D/share/cmake/"
 if [ "$TRAINER" = 1 ]; then
-  # What braid-train links that Ubuntu's base image lacks, followed through symlinks.
-  for so in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libdnnl.so.2 libOpenCL.so.1 \
-    libgomp.so.1; do
-    f=$(ldd "$DEST/bin/braid-train" | awk -v so="$so" '$1 == so { print $3 }')
-    [ -n "$f" ] && mkdir -p "$DEST/bin/trainer-libs" && cp -L "$f" "$DEST/bin/trainer-libs/$so"
+  # Every library the trainer's binaries load that a bare Ubuntu may lack, followed through
+  # symlinks; not the C/C++ runtime (the machine's own, newer) nor CUDA's (cuBLAS and cuDNN come
+  # from its pip packages, run_gpu_checks.sh finds them).
+  mkdir -p "$DEST/bin/trainer-libs" "$DEST/data"
+  for b in braid-train trainer_cuda_test; do
+    ldd "$DEST/bin/$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
+      case "$name" in
+        libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | libstdc++.so* | \
+          libgcc_s.so* | ld-linux* | libz.so* | libcublas* | libcudnn* | libcuda.so*) continue ;;
+      esac
+      [ -e "$DEST/bin/trainer-libs/$name" ] || cp -L "$path" "$DEST/bin/trainer-libs/$name"
+    done
   done
-  mkdir -p "$DEST/data"
   cp /usr/share/datasets/fashion-mnist/*.gz "$DEST/data/"
 fi
 if [ "${BRAID_GPU_XZ:-0}" = 1 ]; then

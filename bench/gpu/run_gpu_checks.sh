@@ -184,29 +184,30 @@ if [ -n "${BRAID_GPU_ALL:-}" ]; then
     "$PERF" --device cuda -b 8 -e 4M -f 8 -n 2 -w 1
 fi
 
-# 7. The trainer's CUDA path (when its binaries are here): its layer checks, then braid-train and
-# PyTorch on the same model, batch and precision, one at a time.
+# 7. The trainer's CUDA path (when its binaries are here): its layer, step and gradient-sync
+# checks, then braid-train and PyTorch on the same model, batch and precision, one at a time
+# (epoch 2 of the ResNet is the steady state to hold against PyTorch's timed steps).
 TRAIN=$(bin braid-train) TRAIN_TEST=$(bin trainer_cuda_test)
 DATA=${BRAID_GPU_DATA:-/usr/share/datasets/fashion-mnist}
 [ -z "${BRAID_GPU_DATA:-}" ] && [ -d "$BIN/../data" ] && DATA=$(cd "$BIN/../data" && pwd)
-if [ -n "$TRAIN$TRAIN_TEST" ]; then
-  # cuBLAS and cuDNN from the machine's pip packages (PyTorch's), where no system copy exists.
+if [ -n "$TRAIN" ] && [ -n "$TRAIN_TEST" ]; then
+  # cuBLAS and cuDNN from the machine's pip packages (PyTorch's); the Debian libraries packed
+  # beside the binaries only for the trainer's own processes.
   NVLIBS=$(python3 -c 'import glob, os, nvidia
 print(":".join(sorted({os.path.dirname(p) for r in nvidia.__path__
                        for p in glob.glob(os.path.join(r, "*", "lib", "lib*.so*"))})))' 2>/dev/null)
-  TLIBS=$(cd "$(dirname "${TRAIN:-$TRAIN_TEST}")" && pwd)/trainer-libs
-  export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$TLIBS${NVLIBS:+:$NVLIBS}"
-  ldd "$TRAIN" "$TRAIN_TEST" >"$OUT/trainer-ldd.log" 2>&1
-fi
-if [ -n "$TRAIN_TEST" ]; then step trainer-cuda-test 60 "$TRAIN_TEST"; fi
-if [ -n "$TRAIN" ]; then
-  for m in mlp resnet; do
-    step "train-$m-1rank" 40 "$TRAIN" --device cuda --model "$m" --epochs 1 --data "$DATA"
-  done
-  step train-resnet-2ranks 60 "$BRAIDRUN" -n 2 "$TRAIN" --device cuda --model resnet --epochs 1 \
-    --data "$DATA"
+  TLIBS=$(cd "$(dirname "$TRAIN")" && pwd)/trainer-libs
+  TENV=(env LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$TLIBS${NVLIBS:+:$NVLIBS}")
+  "${TENV[@]}" ldd "$TRAIN" "$TRAIN_TEST" >"$OUT/trainer-ldd.log" 2>&1
+  T=("${TENV[@]}" "$TRAIN" --device cuda --data "$DATA")
+  RESNET=(--model resnet --optimizer sgd --lr 0.05 --batch 128)
+  step trainer-cuda-test 90 "${TENV[@]}" "$TRAIN_TEST"
+  step train-mlp-1rank 30 "${T[@]}" --model mlp --optimizer adam --epochs 1 --log "$OUT/mlp-1rank.json"
+  step train-resnet-1rank 60 "${T[@]}" "${RESNET[@]}" --epochs 2 --log "$OUT/resnet-1rank.json"
   step torch-resnet-fp32 60 python3 "$SRC/bench/gpu/train_torch_reference.py" --device cuda \
-    --model resnet --precision fp32 --steps 300 --epochs 1 --data "$DATA"
+    "${RESNET[@]}" --precision fp32 --steps 500 --timing-warmup 50 --epochs 1 --data "$DATA"
+  step train-resnet-2ranks 60 "$BRAIDRUN" -n 2 "${T[@]}" "${RESNET[@]}" --epochs 1 \
+    --log "$OUT/resnet-2ranks.json"
 fi
 wait
 # The background steps' failures were recorded in their subshells: read them from steps.log.

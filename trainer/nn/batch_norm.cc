@@ -36,6 +36,7 @@ BatchNorm2d::BatchNorm2d(ParamStore& store, const std::string& name, int channel
   paramBegin_ = store.numParams();
   gamma_ = store.addParam(name + ".weight", {channels}, Init::kOnes);
   beta_ = store.addParam(name + ".bias", {channels}, Init::kZeros);
+  bufferBegin_ = store.numBuffers();
   runningMean_ = store.addBuffer(name + ".running_mean", {channels}, 0.0f);
   runningVar_ = store.addBuffer(name + ".running_var", {channels}, 1.0f);
 }

@@ -24,11 +24,17 @@ class BatchNorm2d : public Layer {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy) override;
   std::string describe() const override;
+  int channels() const { return c_; }
+  float momentum() const { return momentum_; }
+  float eps() const { return eps_; }
+  /// Flat buffer offset of running_mean; running_var follows it.
+  size_t bufferBegin() const { return bufferBegin_; }
 
  private:
   ParamStore& store_;
   int c_;
   float momentum_, eps_;
+  size_t bufferBegin_;
   ParamId gamma_, beta_, runningMean_, runningVar_;
   bool forwardWasTraining_ = true;
   std::vector<float> invStd_;  // per channel, from the last forward

@@ -26,6 +26,12 @@ class Conv2d : public Layer {
   const Tensor& backward(const Tensor& dy) override;
   std::string describe() const override;
   double flopsPerSample() const override { return lastFlops_; }
+  int in() const { return in_; }
+  int out() const { return out_; }
+  int kernel() const { return k_; }
+  int stride() const { return stride_; }
+  int pad() const { return pad_; }
+  bool hasBias() const { return hasBias_; }
 
  private:
   struct Plan;  // the oneDNN primitives and memories for one input shape (conv2d.cc)

@@ -17,6 +17,8 @@ class Linear : public Layer {
   const Tensor& backward(const Tensor& dy) override;
   std::string describe() const override;
   double flopsPerSample() const override { return 2.0 * in_ * out_; }
+  int in() const { return in_; }
+  int out() const { return out_; }
 
  private:
   ParamStore& store_;

@@ -24,6 +24,12 @@ class ResidualBlock : public Layer {
   std::string describe() const override;
   double flopsPerSample() const override;
   bool hasProjection() const { return projConv_ != nullptr; }
+  const Conv2d& conv1() const { return conv1_; }
+  const BatchNorm2d& bn1() const { return bn1_; }
+  const Conv2d& conv2() const { return conv2_; }
+  const BatchNorm2d& bn2() const { return bn2_; }
+  const Conv2d* projConv() const { return projConv_.get(); }
+  const BatchNorm2d* projBn() const { return projBn_.get(); }
 
  private:
   int in_, out_, stride_;

@@ -42,6 +42,7 @@ class Sequential : public Layer {
 
   size_t size() const { return layers_.size(); }
   Layer& layer(size_t i) { return *layers_.at(i); }
+  const Layer& layer(size_t i) const { return *layers_.at(i); }
 
  private:
   std::vector<std::unique_ptr<Layer>> layers_;

@@ -13,6 +13,7 @@
 #include "comm/bootstrap/secret.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "trainer/cuda/cuda_training.h"
 #include "trainer/pipeline/pipeline_trainer.h"
 #include "trainer/ps/ps_training.h"
 #include "trainer/train/options.h"
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
       braid::trainer::ps::runPsTraining(*comm, parsed.options, stdout);
     } else if (parsed.options.strategy == "pipeline") {
       braid::trainer::runPipelineTraining(*comm, parsed.options, stdout);
+    } else if (parsed.options.device == "cuda") {
+      braid::trainer::runCudaTraining(*comm, parsed.options, stdout);
     } else {
       braid::trainer::runTraining(*comm, parsed.options, stdout);
     }

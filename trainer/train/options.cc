@@ -127,6 +127,14 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
                "(same model, rank count, --batch, optimizer, --seed and data)");
   app.add_option("--dump-grads", o.dumpGrads,
                  "rank 0 writes the last step's flat (averaged) gradients to FILE as raw float32");
+  app.add_option("--device", o.device,
+                 "cpu, or cuda: the model on GPU 0 (shared by the ranks of a host), cuBLAS and "
+                 "cuDNN, gradients averaged on the device (ddp, fp32)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_flag("--tf32", o.tf32,
+               "--device cuda: let cuDNN use TF32 tensor cores for the float32 convolutions "
+               "(PyTorch's cudnn.allow_tf32); GEMMs stay float32");
   addStrategyFlags(app, o);
   try {
     app.parse(argc, argv);
@@ -167,6 +175,18 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   BRAID_ENFORCE(!o.resume || !o.checkpointDir.empty(), ErrorCode::kInvalidUsage,
                 "--resume needs --checkpoint-dir DIR (where the checkpoints are)");
   validateStrategyFlags(app, o);
+  BRAID_ENFORCE(!o.tf32 || o.device == "cuda", ErrorCode::kInvalidUsage,
+                "--tf32 needs --device cuda");
+  if (o.device == "cuda") {
+    BRAID_ENFORCE(o.strategy == "ddp", ErrorCode::kInvalidUsage,
+                  "--device cuda trains with --strategy ddp only (got {})", o.strategy);
+    BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
+                  "--device cuda --precision {}: fp16 on the GPU (half GEMMs and convolutions, "
+                  "float32 master weights, loss scaling) is not built yet; use --precision fp32",
+                  o.precision);
+    BRAID_ENFORCE(o.checkpointDir.empty() && !o.resume, ErrorCode::kInvalidUsage,
+                  "--device cuda has no checkpoints yet (drop --checkpoint-dir and --resume)");
+  }
   BRAID_ENFORCE(o.report.empty() || o.report == "scaling", ErrorCode::kInvalidUsage,
                 "--report '{}' is unknown; use scaling", o.report);
   BRAID_ENFORCE(!o.report.empty() || (app.count("--report-ranks") == 0 && o.braidrun.empty()),

@@ -47,6 +47,8 @@ struct TrainOptions {
   int64_t checkpointEvery = 0;   ///< rank 0 writes a checkpoint every K steps; 0: never
   bool resume = false;           ///< continue from the newest complete checkpoint
   std::string dumpGrads;         ///< rank 0 writes the last step's flat gradients (raw float32)
+  std::string device = "cpu";    ///< cpu, or cuda: ddp on the GPU (trainer/cuda/)
+  bool tf32 = false;             ///< --device cuda: TF32 tensor cores in the convolutions
   std::string strategy = "ddp";  ///< ddp (data parallel), ps (trainer/ps/) or pipeline
                                  ///< (trainer/pipeline/); strategy_flags.h
   int psServers = 0;             ///< --ps N: ranks 0..N-1 hold the parameters (strategy ps)

@@ -32,4 +32,26 @@ OptimizerOptions runOptimizerOptions(const TrainOptions& o, int64_t stepsPerEpoc
   return options;
 }
 
+std::unique_ptr<Model> makeReplicatedModel(Communicator& comm, const TrainOptions& o) {
+  auto model = makeModel(o.model, o.seed);
+  ParamStore& store = model->store;
+  if (comm.size() > 1) {
+    comm.broadcast(store.params(), store.params(), store.numParams(), DataType::kFloat32, 0);
+    if (store.numBuffers() > 0) {
+      comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
+    }
+  }
+  return model;
+}
+
+size_t bucketElements(const TrainOptions& o) {
+  return std::max<size_t>(1, static_cast<size_t>(o.bucketMb * 1024 * 1024 / sizeof(float)));
+}
+
+std::vector<size_t> paramOffsets(const ParamStore& store) {
+  std::vector<size_t> offsets;
+  for (const ParamView& v : store.paramViews()) offsets.push_back(v.offset);
+  return offsets;
+}
+
 }  // namespace braid::trainer

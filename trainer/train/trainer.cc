@@ -93,23 +93,11 @@ TrainSummary runTraining(Communicator& comm, const TrainOptions& o, std::FILE* o
   const Dataset& train = data.train;
   const Dataset& test = data.test;
 
-  auto model = makeModel(o.model, o.seed);
+  auto model = makeReplicatedModel(comm, o);
   ParamStore& store = model->store;
   const size_t n = store.numParams();
-  // Every rank starts from rank 0's parameters and buffers (they are equal already when all
-  // ranks use the same seed, but a run must not depend on that).
-  if (ranks > 1) {
-    comm.broadcast(store.params(), store.params(), n, DataType::kFloat32, 0);
-    if (store.numBuffers() > 0) {
-      comm.broadcast(store.buffers(), store.buffers(), store.numBuffers(), DataType::kFloat32, 0);
-    }
-  }
 
-  const size_t bucketElems =
-      std::max<size_t>(1, static_cast<size_t>(o.bucketMb * 1024 * 1024 / sizeof(float)));
-  std::vector<size_t> paramOffsets;
-  for (const ParamView& v : store.paramViews()) paramOffsets.push_back(v.offset);
-  GradSync sync(comm, store.grads(), paramOffsets, n, bucketElems);
+  GradSync sync(comm, store.grads(), paramOffsets(store), n, bucketElements(o));
   model->net.setGradReadyHook([&sync](size_t readyFrom) { sync.onGradReady(readyFrom); });
   const bool fp16 = o.precision == "fp16";
   sync.setHalfPrecision(fp16);

@@ -1,0 +1,122 @@
+// A whole training step of the bundled models on the device against the CPU model from the same
+// seed: loss, correct count, gradients, parameters after SGD or Adam, batch-norm statistics; two
+// steps, the optimizer stepped per bucket behind DeviceGradSync (one rank: nothing to average).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/trainer/cuda/gpu_check.h"
+#include "trainer/cuda/device_grad_sync.h"
+#include "trainer/cuda/device_loss.h"
+#include "trainer/cuda/device_model.h"
+#include "trainer/cuda/device_optimizer.h"
+#include "trainer/nn/loss.h"
+#include "trainer/nn/models.h"
+#include "trainer/nn/optimizer.h"
+
+namespace braid::trainer::cuda {
+namespace {
+
+using gputest::compare;
+
+std::vector<float> toHost(const float* device, size_t n, const CudaContext& ctx) {
+  std::vector<float> v(n);
+  copyToHost(v.data(), device, n, ctx.stream());
+  ctx.synchronize();
+  return v;
+}
+
+struct StepCase {
+  std::string model;
+  OptimizerKind optimizer;
+  int batch;
+  double gradTol;   // gradients, relative to the largest
+  double paramTol;  // parameters after the step, relative to the largest
+};
+
+void checkSteps(const StepCase& c) {
+  auto cpu = makeModel(c.model, 5);
+  CudaContext ctx(gputest::exactOptions());
+  DeviceModel dev(*cpu, ctx);
+  const size_t n = cpu->store.numParams();
+
+  OptimizerOptions oo;
+  oo.kind = c.optimizer;
+  oo.lr = c.optimizer == OptimizerKind::kSgd ? 0.05f : 1e-3f;
+  oo.weightDecay = 1e-4f;
+  Optimizer cpuOpt(oo, n);
+  DeviceOptimizer devOpt(oo, n, ctx);
+  std::vector<size_t> offsets;
+  for (const ParamView& v : cpu->store.paramViews()) offsets.push_back(v.offset);
+  DeviceGradSync sync(nullptr, ctx, dev.grads(), offsets, n, 20000);  // several buckets
+  dev.setGradReadyHook([&sync](size_t from) { sync.onGradReady(from); });
+
+  std::vector<int> shape = {c.batch};
+  shape.insert(shape.end(), cpu->inputShape.begin(), cpu->inputShape.end());
+  SoftmaxCrossEntropy cpuCe;
+  DeviceSoftmaxCrossEntropy devCe(ctx);
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(c.model + " step " + std::to_string(step));
+    const Tensor x = gputest::randomTensor(shape, 50 + step);
+    std::vector<int32_t> labels(c.batch);
+    for (int i = 0; i < c.batch; ++i) labels[i] = (i * 3 + step) % 10;
+
+    cpu->store.zeroGrads();
+    const LossResult want = cpuCe.forward(cpu->net.forward(x), labels);
+    cpu->net.backward(cpuCe.backward());
+    cpuOpt.step(cpu->store.params(), cpu->store.grads());
+
+    dev.zeroGrads();
+    DeviceTensor dx;
+    upload(x, dx, ctx);
+    sync.arm();
+    devCe.forward(dev.forward(dx), labels);
+    dev.backward(devCe.backward());
+    sync.step(devOpt, dev.params());
+    const LossResult got = devCe.result();
+
+    EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::max(1.0, want.loss));
+    EXPECT_EQ(got.correct, want.correct);
+    EXPECT_EQ(
+        compare("gradients", cpu->store.grads(), toHost(dev.grads(), n, ctx).data(), n, c.gradTol),
+        "");
+    EXPECT_EQ(compare("parameters", cpu->store.params(), toHost(dev.params(), n, ctx).data(), n,
+                      c.paramTol),
+              "");
+    const size_t nb = cpu->store.numBuffers();
+    if (nb > 0) {
+      EXPECT_EQ(compare("running statistics", cpu->store.buffers(),
+                        toHost(dev.buffers(), nb, ctx).data(), nb, 1e-4),
+                "");
+    }
+  }
+  EXPECT_EQ(sync.buckets().size() > 1, true);
+}
+
+// SGD keeps the gradients' relative error in the parameters. Adam's update is about lr x sign(g)
+// for a gradient near 0, so a gradient within rounding of 0 may step either way: 2 x lr = 2e-3
+// against parameters up to ~1 (batch-norm gamma), hence the looser parameter tolerance there (the
+// Adam kernel itself is checked tightly in layers_gpu_test).
+TEST(DeviceModelStep, MlpSgd) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"mlp", OptimizerKind::kSgd, 16, 1e-4, 1e-4});
+}
+
+TEST(DeviceModelStep, MlpAdam) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"mlp", OptimizerKind::kAdam, 16, 1e-4, 3e-3});
+}
+
+TEST(DeviceModelStep, ResNetSgd) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"resnet", OptimizerKind::kSgd, 8, 1e-3, 1e-4});
+}
+
+TEST(DeviceModelStep, ResNetAdam) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"resnet", OptimizerKind::kAdam, 8, 1e-3, 3e-3});
+}
+
+}  // namespace
+}  // namespace braid::trainer::cuda
