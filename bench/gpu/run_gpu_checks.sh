@@ -173,6 +173,9 @@ step kernels-256M 30 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --
 THREADS_BENCH=$(bin gpu_device_threads_bench)
 step threads-all_reduce-2ranks 30 "$THREADS_BENCH" --ranks 2 --min 8 --max 1G --factor 4
 step threads-all_reduce-4ranks 30 "$THREADS_BENCH" --ranks 4 --min 8 --max 256M --factor 4
+# The same through the one driver's thread ranks (nccl-tests' -t; never run on a GPU before).
+step all_reduce_perf-t2 30 "$PERF" -t 2 --device cuda -b 8 -e 1G -f 4
+step all_reduce_perf-t4 30 "$PERF" -t 4 --device cuda -b 8 -e 256M -f 4
 step all_reduce_perf-2ranks-eager 20 env CUDA_MODULE_LOADING=EAGER "$BRAIDRUN" -n 2 "$PERF" \
   --device cuda -b 8 -e 8M -f 32 -w 2 -n 10
 if [ -z "${BRAID_GPU_QUICK:-}" ]; then

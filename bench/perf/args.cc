@@ -18,6 +18,9 @@ struct Flag {
   const char* longName;
 };
 
+// -t's bound: far past the cores of any host, so a typo (-t 1000000) is an error, not a hang.
+constexpr int64_t kMaxThreads = 1024;
+
 constexpr Flag kFlags[] = {
     {'t', "nthreads"},       {'g', "ngpus"},         {'b', "minbytes"},    {'e', "maxbytes"},
     {'i', "stepbytes"},      {'f', "stepfactor"},    {'n', "iters"},       {'m', "agg_iters"},
@@ -61,9 +64,9 @@ void requireValue(const Flag& flag, const std::string& text, int64_t expected, c
 void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
   const std::string name = flag.longName;
   if (name == "nthreads") {
-    requireValue(flag, value, 1, "one thread per process on host memory");
+    args.threads = static_cast<int>(parseInt(flag, value, 1, kMaxThreads));
   } else if (name == "ngpus") {
-    requireValue(flag, value, 1, "host memory: one buffer per process");
+    requireValue(flag, value, 1, "one device per process, which its -t threads share");
   } else if (name == "minbytes") {
     args.minBytes = parseSize(flag, value);
   } else if (name == "maxbytes") {
@@ -82,7 +85,7 @@ void apply(BenchArgs& args, const Flag& flag, const std::string& value) {
   } else if (name == "warmup_iters") {
     args.warmupIters = parseInt(flag, value, 0, 1 << 30);
   } else if (name == "parallel_init") {
-    requireValue(flag, value, 0, "one thread per process");
+    requireValue(flag, value, 0, "the -t threads join together anyway");
   } else if (name == "check") {
     args.check = parseInt(flag, value, 0, 1) == 1;
   } else if (name == "op") {
@@ -212,6 +215,9 @@ BenchArgs parseArgs(const std::vector<std::string>& argv) {
                 "-i/--stepbytes must be positive");
   BRAID_ENFORCE(!(args.deviceCuda && args.baselineMpi), ErrorCode::kInvalidUsage,
                 "--baseline mpi times host buffers; it cannot run beside --device cuda");
+  BRAID_ENFORCE(!(args.baselineMpi && args.threads > 1), ErrorCode::kInvalidUsage,
+                "--baseline mpi times one rank per process; it cannot run beside -t/--nthreads {}",
+                args.threads);
   BRAID_ENFORCE(!(args.deviceCuda && args.registration != 0), ErrorCode::kInvalidUsage,
                 "-R/--local_register {}: registers host buffers (braid::memAlloc); --device cuda "
                 "has no registration yet",
@@ -222,7 +228,8 @@ BenchArgs parseArgs(const std::vector<std::string>& argv) {
 std::string usage(const std::string& program) {
   return fmt::format(
       "USAGE: {} \n"
-      "  [-t,--nthreads <1>] [-g,--ngpus <1>]  (one device per process: must be 1)\n"
+      "  [-t,--nthreads <ranks per process, as threads>] (default 1)\n"
+      "  [-g,--ngpus <1>] (one device per process, shared by its threads: must be 1)\n"
       "  [-b,--minbytes <min size in bytes, K/M/G suffix>] (default 32M)\n"
       "  [-e,--maxbytes <max size in bytes>] (default 32M)\n"
       "  [-i,--stepbytes <increment size>] (default 1M)\n"
@@ -249,7 +256,7 @@ std::string usage(const std::string& program) {
       "  [--seed <n>] seed of the validation data\n"
       "  [-h,--help]\n"
       "Launch with braidrun/torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), with mpirun,\n"
-      "or alone (one rank).\n",
+      "or alone (one process); each process runs -t ranks as threads.\n",
       program);
 }
 

@@ -16,13 +16,16 @@ enum class Average : int { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
 
 /// Everything the flags say; defaults are nccl-tests' defaults.
 struct BenchArgs {
-  uint64_t minBytes = 32ull << 20;                  ///< -b
-  uint64_t maxBytes = 32ull << 20;                  ///< -e
-  uint64_t stepBytes = 1ull << 20;                  ///< -i
-  uint64_t stepFactor = 1;                          ///< -f (wins over -i when > 1)
-  int iters = 20;                                   ///< -n
-  int warmupIters = 5;                              ///< -w
-  int aggIters = 1;                                 ///< -m (must be 1)
+  uint64_t minBytes = 32ull << 20;  ///< -b
+  uint64_t maxBytes = 32ull << 20;  ///< -e
+  uint64_t stepBytes = 1ull << 20;  ///< -i
+  uint64_t stepFactor = 1;          ///< -f (wins over -i when > 1)
+  int iters = 20;                   ///< -n
+  int warmupIters = 5;              ///< -w
+  int aggIters = 1;                 ///< -m (must be 1)
+  /// -t: ranks per process, run as threads of it (one communicator each; with --device cuda
+  /// they share the process's GPU context). Ranks: processes x threads.
+  int threads = 1;
   bool check = true;                                ///< -c
   std::vector<RedOp> ops{RedOp::kSum};              ///< -o (all = every op)
   std::vector<DataType> types{DataType::kFloat32};  ///< -d (all = every type)
@@ -39,8 +42,8 @@ struct BenchArgs {
   /// -R 1 or 2 (nccl-tests' local / symmetric registration): host buffers from braid::memAlloc,
   /// which peers on this host map (the mapped single copy); 0: ordinary memory
   int registration = 0;
-  bool help = false;                       ///< -h
-  uint64_t seed = 0x5eed;                  ///< --seed: validation data seed
+  bool help = false;       ///< -h
+  uint64_t seed = 0x5eed;  ///< --seed: validation data seed
 
   static constexpr int kAllRoots = -1;
 

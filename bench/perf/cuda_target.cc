@@ -1,6 +1,10 @@
 // The CUDA target (--device cuda): buffers on GPU LOCAL_RANK % #devices, ops through a
 // DeviceCommunicator on one stream, timed as nccl-tests does (enqueue the iterations, then
-// synchronize the stream). Host mirrors of every buffer carry fills and checks.
+// synchronize the stream). Host mirrors of every buffer carry fills and checks. With -t every
+// thread rank has its own: its own DeviceCommunicator and non-blocking stream on the process's
+// GPU (one context). Ranks that are threads must not cudaFree while a peer's collective may be in
+// flight (a deadlock on the context lock: tests/cuda/rank_threads.h), so the driver destroys a
+// target only after the run's last barrier of all ranks, every op of every rank synchronized.
 #include <cuda_runtime_api.h>
 
 #include <chrono>

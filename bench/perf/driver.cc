@@ -7,12 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/perf/args.h"
 #include "bench/perf/data.h"
 #include "bench/perf/placement.h"
+#include "bench/perf/rank_threads.h"
 #include "bench/format/names.h"
 #include "bench/perf/report.h"
 #include "bench/format/table.h"
@@ -114,12 +116,17 @@ class Bench {
     std::string text =
         formatParamsLine(args_.minBytes, args_.maxBytes, args_.stepBytes, args_.stepFactor,
                          args_.warmupIters, args_.iters, args_.aggIters, args_.check);
+    // bench/format's line always says "nThread 1" (braid-sim has no threads): put -t in.
+    const std::string oneThread = "# nThread 1 ";
+    if (text.rfind(oneThread, 0) == 0) {
+      text.replace(0, oneThread.size(), fmt::format("# nThread {} ", args_.threads));
+    }
     text += "#\n# Using devices\n";
     for (const auto& line : lines) text += line;
     text += fmt::format(
-        "# braid {}: {} ranks, launcher {}, buffers on {}, transport {}, algo {}, {} API, time of "
-        "{}\n",
-        info_.name, nranks_, world_.launcher(), target_.describe(), transportName(),
+        "# braid {}: {} ranks{}, launcher {}, buffers on {}, transport {}, algo {}, {} API, time "
+        "of {}\n",
+        info_.name, nranks_, threadsNote(), world_.launcher(), target_.describe(), transportName(),
         algorithmName(args_.algorithm),
         args_.deviceCuda ? "stream-ordered" : args_.blocking ? "blocking" : "non-blocking",
         averageName());
@@ -131,6 +138,13 @@ class Bench {
     }
     text += "#\n";
     print(text);
+  }
+
+  /// How the ranks are laid out when some are threads: " (2 processes x 2 threads)".
+  std::string threadsNote() const {
+    if (args_.threads == 1) return "";
+    return fmt::format(" ({} process{} x {} threads)", nranks_ / args_.threads,
+                       nranks_ / args_.threads == 1 ? "" : "es", args_.threads);
   }
 
   std::string transportName() const { return args_.transport.empty() ? "auto" : args_.transport; }
@@ -303,6 +317,32 @@ std::string baseName(const char* path) {
   return slash == std::string::npos ? name : name.substr(slash + 1);
 }
 
+/// Every process must run as many threads (their ranks would not add up otherwise): a clear
+/// error on every process instead of a collective mismatch later. Collective over processes.
+void checkSameThreads(World& process, int threads) {
+  if (process.size() == 1) return;
+  const std::vector<std::string> all = process.allGatherLines(std::to_string(threads));
+  for (int p = 0; p < process.size(); ++p) {
+    BRAID_ENFORCE(all[p] == all[process.rank()], ErrorCode::kInvalidUsage,
+                  "-t/--nthreads {} here, {} on process rank {}: every process must pass the same",
+                  threads, all[p], p);
+  }
+}
+
+/// One rank's whole run, the same whether the rank is a process or a thread (-t): its buffers,
+/// the sweep, the table on rank 0. Returns 1 when an element was wrong, else 0.
+int runRank(const BenchArgs& args, const CollRunner& runner, World& world, const Options& options) {
+  std::unique_ptr<Target> target =
+      args.deviceCuda ? makeCudaTarget(world, runner.info, options)
+                      : makeHostTarget(world, runner, args.blocking, defaultTimeoutSeconds(),
+                                       args.registration != 0);
+  Bench bench(args, runner, world, *target);
+  const int64_t wrong = bench.run();
+  // run() ended in a barrier of every rank, each past its last op: so the target frees its
+  // buffers (cudaFree) when no rank, thread of this process or not, has a collective in flight.
+  return wrong > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int benchMain(int argc, char** argv, const CollRunner& runner) {
@@ -319,26 +359,33 @@ int benchMain(int argc, char** argv, const CollRunner& runner) {
     if (leader) print(usage(program));
     return 0;
   }
+  auto reportError = [&](int rank, const std::exception& e) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    std::fprintf(stderr, "%s: rank %d: %s: %s\n", program.c_str(), rank,
+                 error ? errorCodeName(error->code()) : "error", e.what());
+    std::fflush(stderr);
+  };
   std::unique_ptr<World> world;
   try {
     Options options;
     options.algorithm = args.algorithm;
     options.transport = args.transport;
     world = World::join(options, args.baselineMpi);
-    std::unique_ptr<Target> target =
-        args.deviceCuda ? makeCudaTarget(*world, runner.info, options)
-                        : makeHostTarget(*world, runner, args.blocking, defaultTimeoutSeconds(),
-                                         args.registration != 0);
-    Bench bench(args, runner, *world, *target);
-    int64_t wrong = bench.run();
+    checkSameThreads(*world, args.threads);
+    auto rankMain = [&](World& rankWorld) { return runRank(args, runner, rankWorld, options); };
+    int code;
+    if (args.threads == 1) {
+      code = rankMain(*world);
+    } else {
+      std::optional<int> threadsCode =
+          runThreadRanks(*world, args.threads, options, program, rankMain, reportError);
+      if (!threadsCode) return 1;  // each failed rank said why
+      code = *threadsCode;
+    }
     world->finish();
-    return wrong > 0 ? 1 : 0;
+    return code;
   } catch (const std::exception& e) {
-    int rank = world ? world->rank() : rankFromEnvironment();
-    const auto* error = dynamic_cast<const Error*>(&e);
-    std::fprintf(stderr, "%s: rank %d: %s: %s\n", program.c_str(), rank,
-                 error ? errorCodeName(error->code()) : "error", e.what());
-    std::fflush(stderr);
+    reportError(world ? world->rank() : rankFromEnvironment(), e);
     return 1;
   }
 }

@@ -61,6 +61,7 @@ nlohmann::json makeReport(const RunInfo& info, const std::vector<ReportRow>& row
       {"root", a.root == BenchArgs::kAllRoots ? nlohmann::json("all") : nlohmann::json(a.root)},
       {"baseline", a.baselineMpi ? "mpi" : "none"},
       {"seed", a.seed},
+      {"nthreads", a.threads},
   };
   auto ns = [](double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
   doc["placement"] = {{"cpus", {info.placement.cpu0, info.placement.cpu1}},

@@ -121,6 +121,21 @@ void runMpi(const CollInfo& coll, const Counts& c, MPI_Datatype type, MPI_Op op,
 }
 #endif
 
+// The bench's own collectives (device lines, times, wrong counts) are all-reduces. A forced
+// algorithm (--algo or BRAID_ALGO) may not run those, so then they get a communicator of their
+// own, forced to ring (which runs all-reduce at any size).
+bool forcedAlgorithm(const Options& options) {
+  auto envAlgo = envString("BRAID_ALGO");
+  return options.algorithm != Algorithm::kAuto || (envAlgo && *envAlgo != "auto");
+}
+
+/// The options of a rank's first communicator: ring when an algorithm is forced.
+Options firstOptions(const Options& options) {
+  Options first = options;
+  if (forcedAlgorithm(options)) first.algorithm = Algorithm::kRing;
+  return first;
+}
+
 int envRank(const char* name) {
   auto value = envInt(name);
   return value ? static_cast<int>(*value) : -1;
@@ -150,29 +165,38 @@ int localRank() {
 
 std::unique_ptr<World> World::join(const Options& options, bool needMpi) {
   std::unique_ptr<World> world(new World());
-  // The bench's own collectives (device lines, times, wrong counts) are all-reduces. A forced
-  // algorithm (--algo or BRAID_ALGO) may not run those, so then they get a communicator of their
-  // own, forced to ring (which runs all-reduce at any size), and the one under test is made from
-  // a unique id handed out over it.
-  auto envAlgo = envString("BRAID_ALGO");
-  const bool forced = options.algorithm != Algorithm::kAuto || (envAlgo && *envAlgo != "auto");
-  Options firstOptions = options;
-  if (forced) firstOptions.algorithm = Algorithm::kRing;
-  std::unique_ptr<Communicator> first = world->joinFirst(firstOptions, needMpi);
-  world->rank_ = first->rank();
-  world->size_ = first->size();
-  if (!forced) {
-    world->comm_ = std::move(first);
-    return world;
-  }
-  UniqueId id;  // zero-filled; a sum hands rank 0's bytes to everyone
-  if (world->rank_ == 0) id = Communicator::uniqueId();
-  first->allReduce(id.bytes.data(), id.bytes.data(), id.bytes.size(), DataType::kUint8,
-                   RedOp::kSum);
-  world->comm_ = std::make_unique<Communicator>(
-      Communicator::fromUniqueId(id, world->rank_, world->size_, options));
-  world->helper_ = std::move(first);
+  world->adopt(world->joinFirst(firstOptions(options), needMpi), options);
   return world;
+}
+
+std::unique_ptr<World> World::joinThread(const UniqueId& id, int rank, int size,
+                                         const std::string& launcher, const Options& options) {
+  std::unique_ptr<World> world(new World());
+  world->launcher_ = launcher;
+  world->adopt(std::make_unique<Communicator>(
+                   Communicator::fromUniqueId(id, rank, size, firstOptions(options))),
+               options);
+  return world;
+}
+
+void World::adopt(std::unique_ptr<Communicator> first, const Options& options) {
+  rank_ = first->rank();
+  size_ = first->size();
+  comm_ = std::move(first);
+  if (!forcedAlgorithm(options)) return;
+  // The one made with firstOptions() is the helper; the one under test comes from an id handed
+  // out over it.
+  helper_ = std::move(comm_);
+  const UniqueId id = shareUniqueId();
+  comm_ = std::make_unique<Communicator>(Communicator::fromUniqueId(id, rank_, size_, options));
+}
+
+UniqueId World::shareUniqueId() {
+  UniqueId id;  // zero-filled; a sum hands rank 0's bytes to everyone
+  if (rank_ == 0) id = Communicator::uniqueId();
+  helper().allReduce(id.bytes.data(), id.bytes.data(), id.bytes.size(), DataType::kUint8,
+                     RedOp::kSum);
+  return id;
 }
 
 std::unique_ptr<Communicator> World::joinFirst(const Options& options, bool needMpi) {

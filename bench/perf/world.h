@@ -30,7 +30,15 @@ class World {
   /// one-rank communicator. Throws kInvalidUsage when mpirun launched a build without MPI or when
   /// `needMpi` and MPI is not active.
   static std::unique_ptr<World> join(const Options& options, bool needMpi);
+  /// One rank that is a thread of this process (-t): joins the job of `id` (from
+  /// shareUniqueId() of the process's World) as `rank` of `size`. Its helpers use braid, never
+  /// MPI (MPI's ranks are the processes). Collective over the job's ranks.
+  static std::unique_ptr<World> joinThread(const UniqueId& id, int rank, int size,
+                                           const std::string& launcher, const Options& options);
   ~World();
+
+  /// A fresh unique id made by rank 0 and handed to every rank over helper(). Collective.
+  UniqueId shareUniqueId();
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -66,6 +74,9 @@ class World {
   World() = default;
   /// Joins with the launcher's mechanism; sets launcher_ and mpiActive_.
   std::unique_ptr<Communicator> joinFirst(const Options& options, bool needMpi);
+  /// Takes `first` (made with firstOptions()) as this rank's communicator, or as the helper of
+  /// a second one made with `options` when an algorithm is forced. Collective.
+  void adopt(std::unique_ptr<Communicator> first, const Options& options);
   int rank_ = 0;
   int size_ = 1;
   std::string launcher_ = "single";

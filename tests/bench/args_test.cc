@@ -121,8 +121,12 @@ TEST(PerfArgs, BadValuesAreRejectedWithAMessage) {
       {{"-f", "-2"}, "-f/--stepfactor: -2 is out of range"},
       {{"-f", "2x"}, "-f/--stepfactor: '2x' is not an integer"},
       {{"-i", "0"}, "-i/--stepbytes"},
-      {{"-t", "2"}, "-t/--nthreads: must be 1"},
-      {{"-g", "8"}, "-g/--ngpus: must be 1"},
+      {{"-t", "0"}, "-t/--nthreads: 0 is out of range [1, 1024]"},
+      {{"-t", "-2"}, "-t/--nthreads: -2 is out of range"},
+      {{"-t", "two"}, "-t/--nthreads: 'two' is not an integer"},
+      {{"--nthreads="}, "-t/--nthreads: '' is not an integer"},
+      {{"-t", "2", "--baseline", "mpi"}, "cannot run beside -t/--nthreads 2"},
+      {{"-g", "8"}, "-g/--ngpus: must be 1 (one device per process, which its -t threads share)"},
       {{"-m", "4"}, "-m/--agg_iters: must be 1"},
       {{"-p", "1"}, "-p/--parallel_init: must be 0"},
       {{"-G", "1"}, "-G/--cudagraph: must be 0"},
@@ -157,6 +161,14 @@ TEST(PerfArgs, DeviceHostOrCuda) {
   EXPECT_FALSE(parse({"--device", "host"}).deviceCuda);
   EXPECT_TRUE(parse({"--device=cuda"}).deviceCuda);
   EXPECT_NE(usage("all_reduce_perf").find("--device"), std::string::npos);
+}
+
+TEST(PerfArgs, ThreadsPerProcess) {
+  EXPECT_EQ(parse({}).threads, 1);
+  EXPECT_EQ(parse({"-t", "4"}).threads, 4);
+  EXPECT_EQ(parse({"-t2"}).threads, 2);
+  EXPECT_EQ(parse({"--nthreads=3", "--device", "cuda"}).threads, 3);
+  EXPECT_NE(usage("all_reduce_perf").find("ranks per process, as threads"), std::string::npos);
 }
 
 TEST(PerfArgs, RegistrationIsNcclTestsMinusR) {

@@ -2,12 +2,14 @@
 """Runs a *_perf command and checks its nccl-tests table.
 
 perf_smoke.py [--sizes 8,64,...] [--groups N] [--baseline] [--json FILE] [--bus-factor F]
-              [--expect-fail REGEX] [--timeout S] [--needs-gpu] -- COMMAND [ARGS...]
+              [--threads T] [--ranks N] [--expect-fail REGEX] [--timeout S] [--needs-gpu]
+              -- COMMAND [ARGS...]
 
 Checks: exit code 0, the header lines, one row per size per (type, op, root) group, every #wrong
 column 0, the footer "Out of bounds values : 0 OK"; with --baseline the MPI columns; with --json
 the -J file's rows; with --bus-factor, busbw = algbw x F in every row (both columns, within the
-table's rounding to 0.01). With --expect-fail: a non-zero exit and stderr matching REGEX instead.
+table's rounding to 0.01); "# nThread T" (-t, default 1); with --ranks, N ranks in the preamble
+(the "# braid" line and one "#  Rank" line each, ranks 0..N-1). With --expect-fail: a non-zero exit and stderr matching REGEX instead.
 With --needs-gpu: skips (device) on a machine without an NVIDIA GPU.
 """
 
@@ -38,6 +40,8 @@ def main():
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--json", default="")
     parser.add_argument("--bus-factor", type=float, default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ranks", type=int, default=None)
     parser.add_argument("--expect-fail", default="")
     parser.add_argument("--timeout", type=float, default=240)
     parser.add_argument("--needs-gpu", action="store_true")
@@ -65,12 +69,18 @@ def main():
     if proc.returncode != 0:
         fail(f"exit code {proc.returncode}", output)
     lines = [PREFIX.sub("", line) for line in proc.stdout.splitlines()]
-    for needle in ("# nThread 1 nGpus 1 minBytes", "# Using devices", "#  Rank  0 Group  0 Pid",
+    for needle in (f"# nThread {args.threads} nGpus 1 minBytes", "# Using devices", "#  Rank  0 Group  0 Pid",
                    "#       size         count      type   redop    root     time   algbw   busbw"
                    " #wrong     time   algbw   busbw #wrong",
                    "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : "):
         if not any(line.startswith(needle) for line in lines):
             fail(f"no line starting with '{needle}'", output)
+    if args.ranks is not None:
+        ranks = [int(m.group(1)) for m in map(re.compile(r"^#  Rank +(\d+) Group").match, lines) if m]
+        if ranks != list(range(args.ranks)):
+            fail(f"'#  Rank' lines for ranks {ranks}, expected 0..{args.ranks - 1}", output)
+        if not any(re.match(rf"# braid \w+: {args.ranks} ranks[ ,]", line) for line in lines):
+            fail(f"no '# braid ...: {args.ranks} ranks' line", output)
     rows = [line.split() for line in lines if line.strip() and not line.startswith("#")]
     width = 16 if args.baseline else 13
     sizes = {}

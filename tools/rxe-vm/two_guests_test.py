@@ -29,9 +29,16 @@ SIZES = "8,32,128,512,2048,8192,32768,131072,524288,2097152"
 VARIANTS = ["verbs", "auto", "hier"]
 
 
-def main():
-    build, timeout = rxe_vm.start(TEST, BINARIES)
+# What Soft-RoCE's responder answered, twice in ten runs and both times while the host was loaded
+# (builds beside the test): a 128 KiB RDMA_WRITE_WITH_IMM rejected as an invalid request, which
+# rxe does when a retransmitted multi-packet write does not add up (bench/RESULTS.md, "Two hosts
+# over Soft-RoCE"); braid then stops every rank naming the lost peer. A wrong key or address
+# would be a remote access error instead.
+RXE_FAULT = "remote invalid request error"
 
+
+def run_once(build, timeout):
+    """Boots the pair, runs the suite, and returns (problems, rxe_fault)."""
     shutil.rmtree(os.path.join(build, "rxe-two"), ignore_errors=True)  # the guests share it
     cmd = [os.path.join(HERE, "two-guests"), "--share", ROOT, "--timeout", str(timeout), "--",
            os.path.join(HERE, "two-guests-suite"), build]
@@ -40,14 +47,20 @@ def main():
                           errors="replace", timeout=timeout + 60)
     sys.stdout.write(proc.stdout)
     problems = []
+    rxe_fault = False
     if proc.returncode != 0:
         problems.append(f"tools/rxe-vm/two-guests exited {proc.returncode}")
     for variant in VARIANTS:
         where = os.path.join(build, "rxe-two", variant)
         what = f"{TEST}: {variant}"
+        logs = ""
+        for rank in range(4):
+            path = os.path.join(where, f"rank-{rank}.err")
+            logs += open(path, errors="replace").read() if os.path.exists(path) else ""
         problem = rxe_vm.check_table(os.path.join(where, "rank-0.out"), SIZES, what)
         if problem:
             problems.append(problem)
+            rxe_fault = rxe_fault or RXE_FAULT in logs
             continue
         with open(os.path.join(where, "rank-0.out"), errors="replace") as f:
             preamble = f.read()
@@ -61,6 +74,17 @@ def main():
             text = open(path, errors="replace").read() if os.path.exists(path) else ""
             if not re.search(r"transport connected \(4 ranks: 1 shm, 2 verbs peers", text):
                 problems.append(f"{what}: rank {rank} did not log its peers as 1 shm and 2 verbs")
+    return problems, rxe_fault
+
+
+def main():
+    build, timeout = rxe_vm.start(TEST, BINARIES)
+    problems, rxe_fault = run_once(build, timeout)
+    if problems and rxe_fault:
+        # Only that fault, and only once: any other failure, or the fault twice, fails the test.
+        print(f"{TEST}: RETRYING ONCE: Soft-RoCE answered '{RXE_FAULT}' ({'; '.join(problems)})",
+              flush=True)
+        problems, _ = run_once(build, timeout)
     return rxe_vm.finish(TEST, problems,
                          "4 ranks on two guests over Soft-RoCE: verbs, auto and hier, 0 wrong")
 

@@ -24,6 +24,9 @@ struct ContextOptions {
   /// Fill every layer output with NaN before the layer writes it, so an element a kernel misses
   /// shows (the layer checks).
   bool poisonOutputs = false;
+  /// --precision fp16: Linear and Conv2d multiply half copies of their operands (float32
+  /// accumulation); everything else stays float32.
+  bool halfCompute = false;
 };
 
 class CudaContext {

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "trainer/cuda/context.h"
 #include "trainer/cuda/cuda_check.h"
 #include "trainer/cuda/device_grad_sync.h"
@@ -21,6 +22,7 @@
 #include "trainer/train/batch_step.h"
 #include "trainer/train/epoch_steps.h"
 #include "trainer/train/float_file.h"
+#include "trainer/train/loss_scaler.h"
 #include "trainer/train/progress.h"
 #include "trainer/train/rank_sums.h"
 #include "trainer/train/run_setup.h"
@@ -49,11 +51,20 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
   const int rank = comm.rank(), ranks = comm.size();
   const bool lead = rank == 0;
   validateForWorld(o, ranks);
-  BRAID_ENFORCE(o.strategy == "ddp" && o.precision == "fp32" && o.checkpointDir.empty(),
+  BRAID_ENFORCE(o.strategy == "ddp" && (o.precision == "fp32" || o.precision == "fp16") &&
+                    o.checkpointDir.empty(),
                 ErrorCode::kInvalidUsage,
                 "--device cuda: strategy {} precision {} checkpoints '{}' (parseTrainOptions lets "
-                "only ddp, fp32 and no checkpoints through)",
+                "only ddp, fp32 or fp16 and no checkpoints through)",
                 o.strategy, o.precision, o.checkpointDir);
+  const bool fp16 = o.precision == "fp16";
+  // Said on every run until braid's own checks have run this path on a GPU (bench/RESULTS.md).
+  if (lead) {
+    BRAID_WARN(
+        "braid-train --device cuda ({}) has not yet run on a GPU in braid's own checks; "
+        "trainer_cuda_test compares every layer and step with the CPU: run it first",
+        o.precision);
+  }
 
   const TrainData data = loadTrainData(o);
   const Dataset& train = data.train;
@@ -64,14 +75,16 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
   ParamStore& store = model->store;
   const size_t n = store.numParams();
 
-  CudaContext ctx(ContextOptions{kDevice, o.tf32, false});
+  CudaContext ctx(ContextOptions{kDevice, o.tf32, false, fp16});
   DeviceModel dmodel(*model, ctx);
   std::optional<DeviceCommunicator> dcomm;
   if (ranks > 1) dcomm.emplace(DeviceCommunicator::create(comm, kDevice));
 
   DeviceGradSync sync(dcomm ? &*dcomm : nullptr, ctx, dmodel.grads(), paramOffsets(store), n,
                       bucketElements(o));
+  sync.setHalfPrecision(fp16);
   dmodel.setGradReadyHook([&sync](size_t readyFrom) { sync.onGradReady(readyFrom); });
+  LossScaler scaler(o.lossScalerOptions());
 
   DistributedSampler sampler(o.samplerOptions(train.count, rank, ranks));
   const int64_t stepsPerEpoch = sampler.batchesPerEpoch(o.batch);
@@ -92,8 +105,13 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
                                   {"accum", o.accum},
                                   {"bucket_mb", o.bucketMb},
                                   {"buckets", sync.buckets().size()}};
+    nlohmann::json run = extra;
+    if (fp16) {
+      run["loss_scale"] = o.lossScale ? nlohmann::json(*o.lossScale) : nlohmann::json("dynamic");
+      run["init_scale"] = o.initScale;
+    }
     log = std::make_unique<EpochLog>(o.logPath,
-                                     runInfoJson(o, optOptions.lr, ranks, 1, n, extra.dump()));
+                                     runInfoJson(o, optOptions.lr, ranks, 1, n, run.dump()));
   }
   if (lead && out) {
     fmt::print(out,
@@ -122,6 +140,7 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
     BatchSums sums;
     StepTimes epochTimes, lastStep;
     int64_t stepInEpoch = 0;
+    const int64_t skippedBefore = scaler.skippedSteps();
     const auto step = [&](const std::vector<int64_t>& indices) {
       const auto stepStart = Clock::now();
       DeviceSoftmaxCrossEntropy& ce = summary.steps % 2 == 0 ? ceEven : ceOdd;
@@ -135,10 +154,16 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
         stageInput(hostX, x);
         if (last) sync.arm();
         ce.forward(dmodel.forward(x), labels);
-        dmodel.backward(ce.backward(1.0f / static_cast<float>(o.accum)));
+        // fp16: the loss gradient carries the loss scale (GradScaler.scale(loss).backward()).
+        const float lossScale = fp16 ? scaler.scale() : 1.0f;
+        dmodel.backward(ce.backward(lossScale / static_cast<float>(o.accum)));
         if (!last) sums.add(ce.result());
       }
-      sync.step(opt, dmodel.params());
+      if (fp16) {
+        sync.stepScaled(opt, dmodel.params(), scaler);
+      } else {
+        sync.step(opt, dmodel.params());
+      }
       ce.fetch();
       if (pending) sums.add(pending->result());  // the previous step is done
       pending = &ce;
@@ -151,7 +176,9 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
       lastStep = StepTimes{};
       lastStep.stepSeconds = secondsSince(stepStart);
       lastStep.computeSeconds = lastStep.stepSeconds;  // the GPU's work; the host only enqueues
-      lastStep.allReduceBytes = ranks > 1 ? static_cast<int64_t>(n * sizeof(float)) : 0;
+      // fp16: half the bytes, plus the overflow flag (as the CPU path counts).
+      const size_t bytes = fp16 ? n * 2 + sizeof(int32_t) : n * sizeof(float);
+      lastStep.allReduceBytes = ranks > 1 ? static_cast<int64_t>(bytes) : 0;
       lastStep.steps = 1;
       lastStep.samples = static_cast<int64_t>(indices.size()) * ranks;
       epochTimes += lastStep;
@@ -189,6 +216,9 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
         });
     dmodel.setTraining(true);
     s.testAcc = accuracyOverRanks(comm, mine);
+    s.fp16 = fp16;
+    s.skippedSteps = scaler.skippedSteps() - skippedBefore;
+    s.lossScale = fp16 ? scaler.scale() : 1.0;
     summary.epochs.push_back(s);
     if (lead && out) {
       fmt::print(out, "{}\n", formatEpoch(s, o.epochs));
@@ -197,6 +227,8 @@ TrainSummary runCudaTraining(Communicator& comm, const TrainOptions& o, std::FIL
     if (log) log->add(s);
   }
 
+  summary.skippedSteps = scaler.skippedSteps();
+  summary.lossScale = fp16 ? scaler.scale() : 1.0;
   if (lead && !o.dumpParams.empty()) {
     dmodel.paramsToHost(store);
     writeFloatsFile(o.dumpParams, store.params(), n, "--dump-params");

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "trainer/cuda/cuda_check.h"
+#include "trainer/cuda/half_kernels.h"
 
 namespace braid::trainer::cuda {
 namespace {
@@ -17,8 +18,9 @@ std::string convName(const LayerPlan& p, const std::vector<int>& x) {
 
 // The first (fastest) result that succeeded within the workspace limit, with the TF32 rule.
 // Without TF32 FMA results come first, then default-math ones, then any (the descriptor keeps
-// its FMA math type, which keeps every algorithm off the tensor cores); with TF32 the fastest,
-// its math type then set on the direction's descriptor (as cuDNN asks).
+// its FMA math type, which keeps every algorithm off the tensor cores); with TF32 (or fp16,
+// where tensor cores are the point) the fastest, its math type then set on the direction's
+// descriptor (as cuDNN asks).
 template <typename Perf>
 const Perf& pickAlgo(const Perf* perf, int count, bool allowTf32, const char* what,
                      const std::string& name) {
@@ -42,8 +44,11 @@ void useMathType(cudnnConvolutionDescriptor_t conv, cudnnMathType_t math, const 
 }  // namespace
 
 struct DeviceConv2d::Plan {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  // x, w and yConv are what the convolutions see: float32, or half in fp16. y is the float32
+  // output (the bias and the bias gradient work on it); in fp32 yConv is y.
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, yHalf = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
+  cudnnTensorDescriptor_t yConv() const { return yHalf ? yHalf : y; }
   // One per direction (forward, backward-data, backward-filter): each gets the math type of the
   // algorithm found for it.
   cudnnConvolutionDescriptor_t fwdConv = nullptr, dataConv = nullptr, filterConv = nullptr;
@@ -56,6 +61,7 @@ struct DeviceConv2d::Plan {
   ~Plan() {
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
+    if (yHalf) cudnnDestroyTensorDescriptor(yHalf);
     if (bias) cudnnDestroyTensorDescriptor(bias);
     if (w) cudnnDestroyFilterDescriptor(w);
     for (auto* c : {fwdConv, dataConv, filterConv}) {
@@ -75,6 +81,11 @@ DeviceConv2d::DeviceConv2d(const LayerPlan& plan, CudaContext& ctx, const FlatBu
     bias_ = weight_ + w;
     dbias_ = dweight_ + w;
   }
+  if (ctx.options().halfCompute) {
+    BRAID_ENFORCE(flat.halfParams != nullptr, ErrorCode::kInternal,
+                  "device Conv2d({}->{}): fp16 without half parameters", plan.in, plan.out);
+    halfWeight_ = flat.halfParams + plan.paramBegin;
+  }
 }
 
 DeviceConv2d::~DeviceConv2d() = default;
@@ -89,13 +100,16 @@ DeviceConv2d::Plan& DeviceConv2d::planFor(const std::vector<int>& s) {
   BRAID_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x), "{}", name);
   BRAID_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y), "{}", name);
   BRAID_CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w), "{}", name);
+  // fp16: half tensors and filter, float32 compute type (cuDNN's pseudo-half configuration).
+  const bool half = halfWeight_ != nullptr;
+  const cudnnDataType_t data = half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
   BRAID_CUDNN_CHECK(
-      cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s[0], s[1], s[2], s[3]),
-      "{}", name);
-  BRAID_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, plan_.out,
-                                               plan_.in, plan_.kernel, plan_.kernel),
+      cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, data, s[0], s[1], s[2], s[3]), "{}",
+      name);
+  BRAID_CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, data, CUDNN_TENSOR_NCHW, plan_.out, plan_.in,
+                                               plan_.kernel, plan_.kernel),
                     "{}", name);
-  const bool tf32 = ctx_.options().tf32Convolutions;
+  const bool tf32 = ctx_.options().tf32Convolutions || half;
   for (auto* c : {&p->fwdConv, &p->dataConv, &p->filterConv}) {
     BRAID_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(c), "{}", name);
     BRAID_CUDNN_CHECK(
@@ -117,6 +131,12 @@ DeviceConv2d::Plan& DeviceConv2d::planFor(const std::vector<int>& s) {
   BRAID_CUDNN_CHECK(
       cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, ho, wo), "{}",
       name);
+  if (half) {
+    BRAID_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->yHalf), "{}", name);
+    BRAID_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(p->yHalf, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, n, c, ho, wo),
+        "{}", name);
+  }
   if (plan_.bias) {
     BRAID_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->bias), "{}", name);
     BRAID_CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
@@ -128,23 +148,23 @@ DeviceConv2d::Plan& DeviceConv2d::planFor(const std::vector<int>& s) {
   int got = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[kAsk];
   BRAID_CUDNN_CHECK(
-      cudnnFindConvolutionForwardAlgorithm(h, p->x, p->w, p->fwdConv, p->y, kAsk, &got, fwd), "{}",
-      name);
+      cudnnFindConvolutionForwardAlgorithm(h, p->x, p->w, p->fwdConv, p->yConv(), kAsk, &got, fwd),
+      "{}", name);
   const auto& f = pickAlgo(fwd, got, tf32, "forward", name);
   if (tf32) useMathType(p->fwdConv, f.mathType, name);
   p->fwd = f.algo;
   p->fwdBytes = f.memory;
   cudnnConvolutionBwdDataAlgoPerf_t bd[kAsk];
-  BRAID_CUDNN_CHECK(
-      cudnnFindConvolutionBackwardDataAlgorithm(h, p->w, p->y, p->dataConv, p->x, kAsk, &got, bd),
-      "{}", name);
+  BRAID_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(h, p->w, p->yConv(), p->dataConv,
+                                                              p->x, kAsk, &got, bd),
+                    "{}", name);
   const auto& d = pickAlgo(bd, got, tf32, "backward-data", name);
   if (tf32) useMathType(p->dataConv, d.mathType, name);
   p->bwdData = d.algo;
   p->bwdDataBytes = d.memory;
   cudnnConvolutionBwdFilterAlgoPerf_t bf[kAsk];
-  BRAID_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p->x, p->y, p->filterConv, p->w,
-                                                                kAsk, &got, bf),
+  BRAID_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(h, p->x, p->yConv(), p->filterConv,
+                                                                p->w, kAsk, &got, bf),
                     "{}", name);
   const auto& wf = pickAlgo(bf, got, tf32, "backward-filter", name);
   if (tf32) useMathType(p->filterConv, wf.mathType, name);
@@ -160,10 +180,15 @@ const DeviceTensor& DeviceConv2d::forward(const DeviceTensor& x) {
   x_ = &x;
   y_.resize(p.yShape, ctx_);
   const float one = 1.0f, zero = 0.0f;
-  void* ws = ctx_.workspace(p.fwdBytes);
-  BRAID_CUDNN_CHECK(cudnnConvolutionForward(ctx_.cudnn(), &one, p.x, x.ptr(), p.w, weight_,
-                                            p.fwdConv, p.fwd, ws, p.fwdBytes, &zero, p.y, y_.ptr()),
-                    "{} forward, algorithm {}", convName(plan_, x.shape), static_cast<int>(p.fwd));
+  if (halfWeight_) {
+    forwardHalf(p, x);
+  } else {
+    void* ws = ctx_.workspace(p.fwdBytes);
+    BRAID_CUDNN_CHECK(
+        cudnnConvolutionForward(ctx_.cudnn(), &one, p.x, x.ptr(), p.w, weight_, p.fwdConv, p.fwd,
+                                ws, p.fwdBytes, &zero, p.y, y_.ptr()),
+        "{} forward, algorithm {}", convName(plan_, x.shape), static_cast<int>(p.fwd));
+  }
   if (bias_) {
     BRAID_CUDNN_CHECK(cudnnAddTensor(ctx_.cudnn(), &one, p.bias, bias_, &one, p.y, y_.ptr()),
                       "{} bias", convName(plan_, x.shape));
@@ -176,6 +201,7 @@ const DeviceTensor& DeviceConv2d::backward(const DeviceTensor& dy) {
                 "device Conv2d({}->{}): backward with dy {} after forward output {}", plan_.in,
                 plan_.out, shapeString(dy.shape), shapeString(y_.shape));
   Plan& p = *current_;
+  if (halfWeight_) return backwardHalf(p, dy);
   const float one = 1.0f, zero = 0.0f;
   void* ws = ctx_.workspace(p.bwdFilterBytes);
   BRAID_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_.cudnn(), &one, p.x, x_->ptr(), p.y,
@@ -194,6 +220,53 @@ const DeviceTensor& DeviceConv2d::backward(const DeviceTensor& dy) {
       cudnnConvolutionBackwardData(ctx_.cudnn(), &one, p.w, weight_, p.y, dy.ptr(), p.dataConv,
                                    p.bwdData, ws, p.bwdDataBytes, &zero, p.x, dx_.ptr()),
       "{} backward-data, algorithm {}", convName(plan_, x_->shape), static_cast<int>(p.bwdData));
+  return dx_;
+}
+
+// fp16: half copies of x (kept for backward-filter) and of the output; the output widened to
+// float32 for the bias and the next layer.
+void DeviceConv2d::forwardHalf(Plan& p, const DeviceTensor& x) {
+  const float one = 1.0f, zero = 0.0f;
+  halfX_.resize(x.numel(), "Conv2d half input");
+  floatToHalf(x.ptr(), halfX_.data(), x.numel(), ctx_.stream());
+  halfY_.resize(y_.numel(), "Conv2d half output");
+  void* ws = ctx_.workspace(p.fwdBytes);
+  BRAID_CUDNN_CHECK(
+      cudnnConvolutionForward(ctx_.cudnn(), &one, p.x, halfX_.data(), p.w, halfWeight_, p.fwdConv,
+                              p.fwd, ws, p.fwdBytes, &zero, p.yConv(), halfY_.data()),
+      "{} half forward, algorithm {}", convName(plan_, x.shape), static_cast<int>(p.fwd));
+  halfToFloat(halfY_.data(), y_.ptr(), y_.numel(), ctx_.stream());
+}
+
+// fp16: the weight gradient comes out in half (as autocast's) and is added to the float32 flat
+// gradients; the bias gradient sums the float32 dy; dx is widened to float32.
+const DeviceTensor& DeviceConv2d::backwardHalf(Plan& p, const DeviceTensor& dy) {
+  const float one = 1.0f, zero = 0.0f;
+  const std::string name = convName(plan_, x_->shape);
+  halfDy_.resize(dy.numel(), "Conv2d half dy");
+  floatToHalf(dy.ptr(), halfDy_.data(), dy.numel(), ctx_.stream());
+  const size_t wn = static_cast<size_t>(plan_.out) * plan_.in * plan_.kernel * plan_.kernel;
+  halfDw_.resize(wn, "Conv2d half weight gradient");
+  void* ws = ctx_.workspace(p.bwdFilterBytes);
+  BRAID_CUDNN_CHECK(
+      cudnnConvolutionBackwardFilter(ctx_.cudnn(), &one, p.x, halfX_.data(), p.yConv(),
+                                     halfDy_.data(), p.filterConv, p.bwdFilter, ws,
+                                     p.bwdFilterBytes, &zero, p.w, halfDw_.data()),
+      "{} half backward-filter, algorithm {}", name, static_cast<int>(p.bwdFilter));
+  addHalfToFloat(halfDw_.data(), dweight_, wn, ctx_.stream());
+  if (dbias_) {
+    BRAID_CUDNN_CHECK(
+        cudnnConvolutionBackwardBias(ctx_.cudnn(), &one, p.y, dy.ptr(), &one, p.bias, dbias_),
+        "{} backward-bias", name);
+  }
+  halfDx_.resize(x_->numel(), "Conv2d half dx");
+  ws = ctx_.workspace(p.bwdDataBytes);
+  BRAID_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_.cudnn(), &one, p.w, halfWeight_, p.yConv(),
+                                                 halfDy_.data(), p.dataConv, p.bwdData, ws,
+                                                 p.bwdDataBytes, &zero, p.x, halfDx_.data()),
+                    "{} half backward-data, algorithm {}", name, static_cast<int>(p.bwdData));
+  dx_.resize(x_->shape, ctx_);
+  halfToFloat(halfDx_.data(), dx_.ptr(), dx_.numel(), ctx_.stream());
   return dx_;
 }
 

@@ -1,5 +1,6 @@
 // Conv2d on the device: cuDNN forward, backward-data and backward-filter, with algorithms found
-// once per input shape (cudnnFind*, the fastest that succeeds) and the context's workspace.
+// once per input shape (cudnnFind*, the fastest that succeeds) and the context's workspace. In
+// fp16 the convolutions run on half copies of x, dy and the weight (float32 compute type).
 #pragma once
 
 #include <map>
@@ -29,8 +30,12 @@ class DeviceConv2d : public DeviceLayer {
   Plan* current_ = nullptr;
   const DeviceTensor* x_ = nullptr;
   DeviceTensor y_, dx_;
+  const __half* halfWeight_ = nullptr;  // fp16 only
+  DeviceBuffer<__half> halfX_, halfY_, halfDy_, halfDx_, halfDw_;
 
   Plan& planFor(const std::vector<int>& inputShape);
+  void forwardHalf(Plan& p, const DeviceTensor& x);
+  const DeviceTensor& backwardHalf(Plan& p, const DeviceTensor& dy);
 };
 
 }  // namespace braid::trainer::cuda

@@ -2,6 +2,8 @@
 // device model's flat buffers at the CPU ParamStore's offsets.
 #pragma once
 
+#include <cuda_fp16.h>
+
 #include <cstddef>
 #include <memory>
 
@@ -16,6 +18,9 @@ struct FlatBuffers {
   float* params = nullptr;
   float* grads = nullptr;
   float* buffers = nullptr;
+  /// fp16: the half copy of `params` (same offsets) the GEMMs and convolutions read; refreshed
+  /// by DeviceModel before each forward. nullptr in fp32.
+  const __half* halfParams = nullptr;
 };
 
 /// As nn's Layer: forward() keeps what backward() needs (the input must stay alive and unchanged

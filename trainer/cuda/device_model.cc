@@ -6,6 +6,7 @@
 #include "trainer/cuda/device_linear.h"
 #include "trainer/cuda/device_residual.h"
 #include "trainer/cuda/device_shape_layers.h"
+#include "trainer/cuda/half_kernels.h"
 
 namespace braid::trainer::cuda {
 
@@ -36,7 +37,8 @@ DeviceModel::DeviceModel(const Model& model, CudaContext& ctx)
       params_(model.store.numParams(), "parameters"),
       grads_(model.store.numParams(), "gradients"),
       buffers_(model.store.numBuffers(), "buffers") {
-  const FlatBuffers flat{params_.data(), grads_.data(), buffers_.data()};
+  if (ctx.options().halfCompute) halfParams_.resize(params_.size(), "half parameters");
+  const FlatBuffers flat{params_.data(), grads_.data(), buffers_.data(), halfParams_.data()};
   for (const LayerPlan& p : plan_) layers_.push_back(makeDeviceLayer(p, ctx, flat));
   paramsFromHost(model.store);
   buffersFromHost(model.store);
@@ -45,6 +47,10 @@ DeviceModel::DeviceModel(const Model& model, CudaContext& ctx)
 }
 
 const DeviceTensor& DeviceModel::forward(const DeviceTensor& x) {
+  // fp16: the layers read the half copy of the parameters as the optimizer left them.
+  if (ctx_.options().halfCompute) {
+    floatToHalf(params_.data(), halfParams_.data(), params_.size(), ctx_.stream());
+  }
   const DeviceTensor* cur = &x;
   for (auto& l : layers_) cur = &l->forward(*cur);
   return *cur;

@@ -1,6 +1,8 @@
 // A CPU Model mirrored on the device: its plan's layers over one flat device buffer each for
 // parameters, gradients and buffers, at the ParamStore's offsets, so values copy both ways
-// unchanged (checkpoints, --dump-params and the layer checks use the host store).
+// unchanged (checkpoints, --dump-params and the layer checks use the host store). In fp16
+// (ContextOptions::halfCompute) forward() first refreshes a flat half copy of the parameters,
+// which Linear and Conv2d read; the float32 parameters stay the master copy.
 #pragma once
 
 #include <functional>
@@ -46,6 +48,7 @@ class DeviceModel {
   CudaContext& ctx_;
   std::vector<LayerPlan> plan_;
   DeviceBuffer<float> params_, grads_, buffers_;
+  DeviceBuffer<__half> halfParams_;  // fp16 only
   std::vector<std::unique_ptr<DeviceLayer>> layers_;
   std::function<void(size_t)> hook_;
 };

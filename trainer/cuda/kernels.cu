@@ -1,21 +1,12 @@
 #include <algorithm>
 
+#include "trainer/cuda/grid.h"
 #include "trainer/cuda/kernels.h"
 
 namespace braid::trainer::cuda {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kReduceThreads = 512;  // the loss: one block for the whole batch
-
-unsigned blocksFor(size_t n) {
-  const size_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65535 * 16 ? (b == 0 ? 1 : b) : 65535 * 16);
-}
-
-#define BRAID_GRID_STRIDE(i, n)                                                        \
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<size_t>(blockDim.x) * gridDim.x)
 
 // Sum of v over the block, returned to every thread. `scratch` holds blockDim.x doubles.
 __device__ double blockSum(double v, double* scratch) {

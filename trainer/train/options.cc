@@ -71,8 +71,9 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_flag("--scale-lr", o.scaleLr, "linear scaling rule: lr x global batch / 256");
   app.add_option("--precision", o.precision,
-                 "fp32, or fp16: float32 master weights and compute (the CPU has no fast fp16 "
-                 "GEMM), gradients all-reduced as float16 (half the bytes), dynamic loss scaling")
+                 "fp32, or fp16: float32 master weights, gradients all-reduced as float16 (half "
+                 "the bytes), dynamic loss scaling; compute float32 on the CPU (no fast fp16 "
+                 "GEMM), half GEMMs and convolutions with --device cuda")
       ->capture_default_str();
   app.add_option("--loss-scale", o.lossScale,
                  "fp16: a fixed loss scale (default: dynamic, halved on inf/NaN, doubled after "
@@ -180,10 +181,11 @@ ParseResult parseTrainOptions(int argc, const char* const* argv) {
   if (o.device == "cuda") {
     BRAID_ENFORCE(o.strategy == "ddp", ErrorCode::kInvalidUsage,
                   "--device cuda trains with --strategy ddp only (got {})", o.strategy);
-    BRAID_ENFORCE(o.precision == "fp32", ErrorCode::kInvalidUsage,
-                  "--device cuda --precision {}: fp16 on the GPU (half GEMMs and convolutions, "
-                  "float32 master weights, loss scaling) is not built yet; use --precision fp32",
-                  o.precision);
+    // fp16 on the GPU: half GEMMs and convolutions, float32 master weights, dynamic loss
+    // scaling (trainer/cuda/README.md); --tf32 only concerns float32 convolutions.
+    BRAID_ENFORCE(o.precision == "fp32" || !o.tf32, ErrorCode::kInvalidUsage,
+                  "--tf32 is for float32 convolutions; with --precision fp16 they are half "
+                  "already (drop --tf32)");
     BRAID_ENFORCE(o.checkpointDir.empty() && !o.resume, ErrorCode::kInvalidUsage,
                   "--device cuda has no checkpoints yet (drop --checkpoint-dir and --resume)");
   }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -73,6 +74,35 @@ inline std::string compare(const std::string& what, const float* want, const flo
          std::to_string(worstAt) + " |diff| " + std::to_string(worst) + " > limit " +
          std::to_string(limit) + " (tol " + std::to_string(tol) + " x max|want| " +
          std::to_string(scale) + ")";
+}
+
+/// Fails the test with what each rank threw (testing::runRanks' result).
+inline void expectNoRankErrors(const std::vector<std::exception_ptr>& errors) {
+  for (size_t r = 0; r < errors.size(); ++r) {
+    if (!errors[r]) continue;
+    try {
+      std::rethrow_exception(errors[r]);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "rank " << r << ": " << e.what();
+    }
+  }
+}
+
+/// fp16's check: "" when |got - want| <= tol x |want| (Euclidean norms, NaN never passes); else
+/// both norms, prefixed by `what`.
+inline std::string compareNorm(const std::string& what, const float* want, const float* got,
+                               size_t n, double tol) {
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    diff += d * d;
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  diff = std::sqrt(diff);
+  norm = std::sqrt(norm);
+  if (diff <= tol * std::max(norm, 1e-12)) return "";
+  return what + ": |got - want| " + std::to_string(diff) + " > " + std::to_string(tol) +
+         " x |want| " + std::to_string(norm) + " (" + std::to_string(n) + " elements)";
 }
 
 inline std::string compare(const std::string& what, const std::vector<float>& want,

@@ -88,15 +88,8 @@ TEST(DeviceGradSync, TwoRanksOnOneGpuAverageAndStepAlike) {
     }
     dc.synchronize();
   });
-  for (int r = 0; r < kRanks; ++r) {
-    if (errors[r]) {
-      try {
-        std::rethrow_exception(errors[r]);
-      } catch (const std::exception& e) {
-        FAIL() << "rank " << r << ": " << e.what();
-      }
-    }
-  }
+  gputest::expectNoRankErrors(errors);
+  if (::testing::Test::HasFailure()) return;
 
   // The CPU: both ranks' gradients from the same parameters, averaged, one SGD step.
   auto cpu = makeMlp(7);

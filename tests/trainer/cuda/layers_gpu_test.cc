@@ -1,7 +1,8 @@
 // Each device layer against its CPU twin (trainer/nn) from the same parameters and inputs:
 // forward, dx, the parameter gradients (added to random ones already there) and the running
 // statistics, elementwise, float32 without TF32, outputs NaN-poisoned so a missed element fails.
-// Then the loss and the optimizers against nn's.
+// Then the loss and the optimizers against nn's. fp16: Linear and Conv2d on half operands against
+// the same float32 CPU layers, within half's rounding of the norm.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -55,11 +56,30 @@ std::unique_ptr<Model> layerModel(const std::function<void(Model&)>& add) {
   return m;
 }
 
-// Forward and backward of the model on the CPU and on the device; "" when all agree.
+// fp16's tolerance: half operands (11-bit significands) with float32 accumulation, relative to
+// the norm.
+constexpr double kHalfTol = 1e-2;
+
+// Forward and backward of the model on the CPU and on the device; "" when all agree. `half`:
+// the device in fp16, compared by norms (compareNorm) instead of elementwise.
 std::string checkLayer(const std::function<void(Model&)>& add, const std::vector<int>& inputShape,
-                       bool training, double tol) {
+                       bool training, double tol, bool half = false) {
   auto cpu = layerModel(add);
-  CudaContext ctx(gputest::exactOptions());
+  ContextOptions options = gputest::exactOptions();
+  options.halfCompute = half;
+  CudaContext ctx(options);
+  const auto compare = [half](const std::string& what, const float* want, const float* got,
+                              size_t count, double t) {
+    return half ? gputest::compareNorm(what, want, got, count, t)
+                : gputest::compare(what, want, got, count, t);
+  };
+  const auto compareTensors = [&compare](const std::string& what, const Tensor& want,
+                                         const Tensor& got, double t) -> std::string {
+    if (want.shape != got.shape) {
+      return what + ": shape " + shapeString(got.shape) + ", want " + shapeString(want.shape);
+    }
+    return compare(what, want.data.data(), got.data.data(), want.numel(), t);
+  };
   DeviceModel dev(*cpu, ctx);  // the buffers before the CPU forward updates them
   cpu->net.setTraining(training);
   dev.setTraining(training);
@@ -72,16 +92,23 @@ std::string checkLayer(const std::function<void(Model&)>& add, const std::vector
   const Tensor y = cpu->net.forward(x);
   DeviceTensor dx;
   upload(x, dx, ctx);
-  std::string err = compare("forward", y, download(dev.forward(dx), ctx), tol);
+  std::string err = compareTensors("forward", y, download(dev.forward(dx), ctx), tol);
 
   const Tensor dy = randomTensor(y.shape, 26);
   const Tensor dxWant = cpu->net.backward(dy);
   DeviceTensor ddy;
   upload(dy, ddy, ctx);
-  err += compare(" dx", dxWant, download(dev.backward(ddy), ctx), tol);
+  err += compareTensors(" dx", dxWant, download(dev.backward(ddy), ctx), tol);
   if (n > 0) {
-    err += compare(" parameter gradients", cpu->store.grads(), toHost(dev.grads(), n, ctx).data(),
-                   n, tol);
+    std::vector<float> want(cpu->store.grads(), cpu->store.grads() + n);
+    std::vector<float> got = toHost(dev.grads(), n, ctx);
+    if (half) {  // the norm of what backward added, not of the random start's
+      for (size_t i = 0; i < n; ++i) {
+        want[i] -= g0[i];
+        got[i] -= g0[i];
+      }
+    }
+    err += compare(" parameter gradients", want.data(), got.data(), n, tol);
   }
   if (cpu->store.numBuffers() > 0) {
     err += compare(" running statistics", cpu->store.buffers(),
@@ -102,6 +129,14 @@ TEST(DeviceLayers, LinearOnImages) {
   BRAID_REQUIRE_TRAINER_GPU();
   auto add = [](Model& m) { m.net.emplace<Linear>(m.store, "fc", 48, 7); };
   EXPECT_EQ(checkLayer(add, {3, 3, 4, 4}, true, kLayerTol), "");
+}
+
+TEST(DeviceLayersFp16, Linear) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  auto add = [](Model& m) { m.net.emplace<Linear>(m.store, "fc", 37, 23); };
+  EXPECT_EQ(checkLayer(add, {5, 37}, true, kHalfTol, true), "");
+  auto wide = [](Model& m) { m.net.emplace<Linear>(m.store, "fc", 784, 128); };
+  EXPECT_EQ(checkLayer(wide, {32, 784}, true, kHalfTol, true), "");
 }
 
 TEST(DeviceLayers, ReluAndFlatten) {
@@ -134,6 +169,22 @@ TEST(DeviceLayers, Conv2d1x1Stride2) {
   BRAID_REQUIRE_TRAINER_GPU();
   auto add = [](Model& m) { m.net.emplace<Conv2d>(m.store, "conv", 4, 8, 1, 2, 0, false); };
   EXPECT_EQ(checkLayer(add, {2, 4, 7, 7}, true, kLayerTol), "");
+}
+
+TEST(DeviceLayersFp16, Conv2d) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  EXPECT_EQ(
+      checkLayer([](Model& m) { m.net.emplace<Conv2d>(m.store, "conv", 3, 8, 3, 1, 1, false); },
+                 {4, 3, 9, 9}, true, kHalfTol, true),
+      "");
+  EXPECT_EQ(
+      checkLayer([](Model& m) { m.net.emplace<Conv2d>(m.store, "conv", 4, 6, 3, 2, 1, true); },
+                 {3, 4, 11, 11}, true, kHalfTol, true),
+      "");
+  EXPECT_EQ(
+      checkLayer([](Model& m) { m.net.emplace<Conv2d>(m.store, "conv", 16, 32, 1, 2, 0, false); },
+                 {4, 16, 8, 8}, true, kHalfTol, true),
+      "");
 }
 
 TEST(DeviceLayers, Conv2dTheResNetStem) {

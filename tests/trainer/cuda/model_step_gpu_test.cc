@@ -1,6 +1,8 @@
 // A whole training step of the bundled models on the device against the CPU model from the same
 // seed: loss, correct count, gradients, parameters after SGD or Adam, batch-norm statistics; two
 // steps, the optimizer stepped per bucket behind DeviceGradSync (one rank: nothing to average).
+// fp16: the same steps with half GEMMs and convolutions, a loss scale and the scaled step,
+// against the CPU's float32 steps by norms.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,6 +16,7 @@
 #include "trainer/nn/loss.h"
 #include "trainer/nn/models.h"
 #include "trainer/nn/optimizer.h"
+#include "trainer/train/loss_scaler.h"
 
 namespace braid::trainer::cuda {
 namespace {
@@ -31,13 +34,27 @@ struct StepCase {
   std::string model;
   OptimizerKind optimizer;
   int batch;
-  double gradTol;   // gradients, relative to the largest
-  double paramTol;  // parameters after the step, relative to the largest
+  double gradTol;     // gradients, relative to the largest
+  double paramTol;    // parameters after the step, relative to the largest
+  bool half = false;  // fp16, every check by norms (compareNorm)
 };
+
+// fp16's loss scale here: large enough to matter, small enough that no step overflows.
+constexpr float kTestScale = 1024.0f;
 
 void checkSteps(const StepCase& c) {
   auto cpu = makeModel(c.model, 5);
-  CudaContext ctx(gputest::exactOptions());
+  ContextOptions options = gputest::exactOptions();
+  options.halfCompute = c.half;
+  CudaContext ctx(options);
+  const auto compare = [&c](const std::string& what, const float* want, const float* got,
+                            size_t count, double tol) {
+    return c.half ? gputest::compareNorm(what, want, got, count, tol)
+                  : gputest::compare(what, want, got, count, tol);
+  };
+  LossScalerOptions so;
+  so.initScale = kTestScale;
+  LossScaler scaler(so);
   DeviceModel dev(*cpu, ctx);
   const size_t n = cpu->store.numParams();
 
@@ -50,6 +67,7 @@ void checkSteps(const StepCase& c) {
   std::vector<size_t> offsets;
   for (const ParamView& v : cpu->store.paramViews()) offsets.push_back(v.offset);
   DeviceGradSync sync(nullptr, ctx, dev.grads(), offsets, n, 20000);  // several buckets
+  sync.setHalfPrecision(c.half);
   dev.setGradReadyHook([&sync](size_t from) { sync.onGradReady(from); });
 
   std::vector<int> shape = {c.batch};
@@ -72,12 +90,20 @@ void checkSteps(const StepCase& c) {
     upload(x, dx, ctx);
     sync.arm();
     devCe.forward(dev.forward(dx), labels);
-    dev.backward(devCe.backward());
-    sync.step(devOpt, dev.params());
+    if (c.half) {
+      dev.backward(devCe.backward(scaler.scale()));
+      EXPECT_FALSE(sync.stepScaled(devOpt, dev.params(), scaler));
+      EXPECT_EQ(scaler.scale(), kTestScale);
+    } else {
+      dev.backward(devCe.backward());
+      sync.step(devOpt, dev.params());
+    }
     const LossResult got = devCe.result();
 
-    EXPECT_NEAR(got.loss, want.loss, 1e-4 * std::max(1.0, want.loss));
-    EXPECT_EQ(got.correct, want.correct);
+    const double lossTol = c.half ? 1e-2 : 1e-4;
+    EXPECT_NEAR(got.loss, want.loss, lossTol * std::max(1.0, want.loss));
+    // fp16 may tip an argmax between near-tied logits.
+    EXPECT_NEAR(got.correct, want.correct, c.half ? 2 : 0);
     EXPECT_EQ(
         compare("gradients", cpu->store.grads(), toHost(dev.grads(), n, ctx).data(), n, c.gradTol),
         "");
@@ -87,7 +113,7 @@ void checkSteps(const StepCase& c) {
     const size_t nb = cpu->store.numBuffers();
     if (nb > 0) {
       EXPECT_EQ(compare("running statistics", cpu->store.buffers(),
-                        toHost(dev.buffers(), nb, ctx).data(), nb, 1e-4),
+                        toHost(dev.buffers(), nb, ctx).data(), nb, c.half ? 1e-2 : 1e-4),
                 "");
     }
   }
@@ -116,6 +142,26 @@ TEST(DeviceModelStep, ResNetSgd) {
 TEST(DeviceModelStep, ResNetAdam) {
   BRAID_REQUIRE_TRAINER_GPU();
   checkSteps({"resnet", OptimizerKind::kAdam, 8, 1e-3, 3e-3});
+}
+
+// fp16 against float32: half operands round to ~5e-4 relative; through a few layers the
+// gradients' norms agree within about 1e-2, SGD's parameters (mostly unchanged by one step) far
+// closer. Adam's first steps move each parameter by about lr x sign(g): where half flips the
+// sign of a near-zero gradient that parameter is 2e-3 off, against parameters of ~0.02 (the
+// MLP's initialisation), so a few percent of flips shows as ~1e-2 of the norm.
+TEST(DeviceModelStepFp16, MlpSgd) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"mlp", OptimizerKind::kSgd, 16, 1e-2, 2e-3, true});
+}
+
+TEST(DeviceModelStepFp16, MlpAdam) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"mlp", OptimizerKind::kAdam, 16, 1e-2, 3e-2, true});
+}
+
+TEST(DeviceModelStepFp16, ResNetSgd) {
+  BRAID_REQUIRE_TRAINER_GPU();
+  checkSteps({"resnet", OptimizerKind::kSgd, 8, 3e-2, 2e-3, true});
 }
 
 }  // namespace

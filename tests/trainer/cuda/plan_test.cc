@@ -129,8 +129,23 @@ TEST(CudaFlags, DeviceDefaultsToCpuAndTakesCuda) {
   EXPECT_TRUE(parse({"--device", "gpu"}).exitCode.has_value());  // CLI11 refuses the value
 }
 
+TEST(CudaFlags, TakesFp16WithItsLossScaleFlags) {
+  const TrainOptions o =
+      parse({"--device", "cuda", "--precision", "fp16", "--init-scale", "1024"}).options;
+  EXPECT_EQ(o.precision, "fp16");
+  EXPECT_EQ(o.lossScalerOptions().initScale, 1024.0f);
+  EXPECT_EQ(parse({"--device", "cuda", "--precision", "fp16", "--loss-scale", "128"})
+                .options.lossScalerOptions()
+                .fixedScale,
+            128.0f);
+  EXPECT_NE(parseError({"--device", "cuda", "--precision", "fp16", "--loss-scale", "0"}), "");
+}
+
 TEST(CudaFlags, RefusesWhatTheGpuPathDoesNotHave) {
-  EXPECT_NE(parseError({"--device", "cuda", "--precision", "fp16"}).find("not built yet"),
+  EXPECT_NE(parseError({"--device", "cuda", "--precision", "fp16", "--tf32"}).find("drop --tf32"),
+            std::string::npos);
+  EXPECT_NE(parseError({"--device", "cuda", "--precision", "fp16", "--checkpoint-dir", "/tmp/x"})
+                .find("no checkpoints"),
             std::string::npos);
   EXPECT_NE(parseError({"--device", "cuda", "--strategy", "ps", "--ps", "1"}).find("ddp only"),
             std::string::npos);
@@ -142,12 +157,13 @@ TEST(CudaFlags, RefusesWhatTheGpuPathDoesNotHave) {
 class CudaTrainCli : public testruns::TrainRunTest {};
 
 // Where the CUDA trainer is not built, or no GPU is here, --device cuda fails naming why; with a
-// GPU a few steps train and print the epoch line.
-TEST_F(CudaTrainCli, DeviceCudaTrainsOrSaysWhyNot) {
+// GPU a few steps train and print the epoch line, which then shows `shows`.
+void expectTrainsOrSaysWhyNot(const std::string& flags, const std::string& shows) {
   const auto r = testruns::run(testruns::trainCommand(
       1,
       "--device cuda --model mlp --epochs 1 --max-steps 3 --batch 32 --limit-train 256 "
-      "--limit-test 200"));
+      "--limit-test 200 " +
+          flags));
   if (!cudaTrainingBuilt()) {
     EXPECT_NE(r.exitCode, 0) << r.output;
     EXPECT_NE(r.output.find("built without the CUDA trainer"), std::string::npos) << r.output;
@@ -155,8 +171,15 @@ TEST_F(CudaTrainCli, DeviceCudaTrainsOrSaysWhyNot) {
     EXPECT_NE(r.exitCode, 0) << r.output;
   } else {
     EXPECT_EQ(r.exitCode, 0) << r.output;
-    EXPECT_NE(r.output.find("test acc"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(shows), std::string::npos) << r.output;
   }
+}
+
+TEST_F(CudaTrainCli, DeviceCudaTrainsOrSaysWhyNot) { expectTrainsOrSaysWhyNot("", "test acc"); }
+
+// fp16: the epoch line shows the skipped steps and the loss scale.
+TEST_F(CudaTrainCli, DeviceCudaFp16TrainsOrSaysWhyNot) {
+  expectTrainsOrSaysWhyNot("--precision fp16", "loss scale");
 }
 
 }  // namespace
