@@ -27,11 +27,11 @@ std::string formatTime(double timeUs, int width) {
 
 std::string formatParamsLine(uint64_t minBytes, uint64_t maxBytes, uint64_t stepBytes,
                              uint64_t stepFactor, int warmupIters, int iters, int aggIters,
-                             bool check) {
+                             bool check, int threads) {
   return fmt::sprintf(
       "# nThread %d nGpus %d minBytes %lu maxBytes %lu step: %lu(%s) warmup iters: %d iters: %d "
       "agg iters: %d validation: %d graph: %d\n",
-      1, 1, minBytes, maxBytes, stepFactor > 1 ? stepFactor : stepBytes,
+      threads, 1, minBytes, maxBytes, stepFactor > 1 ? stepFactor : stepBytes,
       stepFactor > 1 ? "factor" : "bytes", warmupIters, iters, aggIters, check ? 1 : 0, 0);
 }
 

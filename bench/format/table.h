@@ -37,10 +37,11 @@ struct Row {
   std::optional<Baseline> baseline;
 };
 
-/// "# nThread 1 nGpus 1 minBytes .. maxBytes .. step: ..(factor|bytes) warmup iters: .. ..."
+/// "# nThread T nGpus 1 minBytes .. maxBytes .. step: ..(factor|bytes) warmup iters: .. ..."
+/// (T: rank threads per process, -t).
 std::string formatParamsLine(uint64_t minBytes, uint64_t maxBytes, uint64_t stepBytes,
                              uint64_t stepFactor, int warmupIters, int iters, int aggIters,
-                             bool check);
+                             bool check, int threads = 1);
 /// "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] host memory" (label: what
 /// follows the device number; nccl-tests prints "[0x06] NVIDIA H200" for a GPU).
 std::string formatDeviceLine(int rank, int pid, const std::string& host, int device,

@@ -115,12 +115,7 @@ class Bench {
     if (rank_ != 0) return;
     std::string text =
         formatParamsLine(args_.minBytes, args_.maxBytes, args_.stepBytes, args_.stepFactor,
-                         args_.warmupIters, args_.iters, args_.aggIters, args_.check);
-    // bench/format's line always says "nThread 1" (braid-sim has no threads): put -t in.
-    const std::string oneThread = "# nThread 1 ";
-    if (text.rfind(oneThread, 0) == 0) {
-      text.replace(0, oneThread.size(), fmt::format("# nThread {} ", args_.threads));
-    }
+                         args_.warmupIters, args_.iters, args_.aggIters, args_.check, args_.threads);
     text += "#\n# Using devices\n";
     for (const auto& line : lines) text += line;
     text += fmt::format(

@@ -110,6 +110,9 @@ TEST(PerfTable, PreambleAndFooter) {
   EXPECT_EQ(formatParamsLine(33554432, 33554432, 1048576, 1, 0, 1, 1, false),
             "# nThread 1 nGpus 1 minBytes 33554432 maxBytes 33554432 step: 1048576(bytes) warmup "
             "iters: 0 iters: 1 agg iters: 1 validation: 0 graph: 0\n");
+  EXPECT_EQ(formatParamsLine(8, 1024, 1048576, 4, 5, 20, 1, true, 3),  // -t 3
+            "# nThread 3 nGpus 1 minBytes 8 maxBytes 1024 step: 4(factor) warmup iters: 5 "
+            "iters: 20 agg iters: 1 validation: 1 graph: 0\n");
   EXPECT_EQ(formatDeviceLine(0, 12345, "hostname", 0),
             "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] host memory\n");
   EXPECT_EQ(formatDeviceLine(11, 7, "a-very-long-hostname", 3),
