@@ -160,6 +160,9 @@ void rankMain(int rank, const Flags& f, const std::shared_ptr<Store>& store, Sha
 int main(int argc, char** argv) {
   try {
     const Flags f = parse(argc, argv);
+    // Before CUDA starts (a value the user set wins): two streams per rank thread overfill the
+    // default 8 hardware queues, and a stream wait then holds work queued behind it.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
       fmt::print(stderr, "gpu_device_threads_bench: no CUDA device\n");

@@ -55,6 +55,9 @@ GPU_TEST=$(bin cuda_gpu_test) PROC_TEST=$(bin cuda_proc_test) CPU_TEST=$(bin cud
 CONF_TEST=$(bin conformance_test) KBENCH=$(bin gpu_kernels_bench) PERF=$(bin all_reduce_perf)
 BRAIDRUN=$(bin braidrun)
 export BRAID_TIMEOUT=${BRAID_TIMEOUT:-30}
+# Tests run ranks as threads with two streams each: past the default 8 hardware queues streams
+# share queues, and a stream wait holds whatever is queued behind it (see comm/device/README.md).
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 
 { nvidia-smi; nvidia-smi -q | grep -i -A3 "clocks\b" | head -20; echo "RDMA devices (/sys/class/infiniband): [$(ls /sys/class/infiniband 2>&1 | tr '\n' ' ')]";
   command -v ibv_devices && ibv_devices; nvcc --version; g++ --version | head -1;

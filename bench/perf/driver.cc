@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/format/names.h"
+#include "bench/format/table.h"
 #include "bench/perf/args.h"
 #include "bench/perf/data.h"
 #include "bench/perf/placement.h"
 #include "bench/perf/rank_threads.h"
-#include "bench/format/names.h"
 #include "bench/perf/report.h"
-#include "bench/format/table.h"
 #include "bench/perf/target.h"
 #include "bench/perf/world.h"
 #include "braid/deadline.hpp"
@@ -110,12 +110,12 @@ class Bench {
 
   void printPreamble() {
     std::string mine = formatDeviceLine(rank_, static_cast<int>(getpid()), hostName(),
-                                       target_.deviceNumber(), target_.deviceLabel());
+                                        target_.deviceNumber(), target_.deviceLabel());
     std::vector<std::string> lines = world_.allGatherLines(mine);
     if (rank_ != 0) return;
-    std::string text =
-        formatParamsLine(args_.minBytes, args_.maxBytes, args_.stepBytes, args_.stepFactor,
-                         args_.warmupIters, args_.iters, args_.aggIters, args_.check, args_.threads);
+    std::string text = formatParamsLine(args_.minBytes, args_.maxBytes, args_.stepBytes,
+                                        args_.stepFactor, args_.warmupIters, args_.iters,
+                                        args_.aggIters, args_.check, args_.threads);
     text += "#\n# Using devices\n";
     for (const auto& line : lines) text += line;
     text += fmt::format(
@@ -123,7 +123,9 @@ class Bench {
         "of {}\n",
         info_.name, nranks_, threadsNote(), world_.launcher(), target_.describe(), transportName(),
         algorithmName(args_.algorithm),
-        args_.deviceCuda ? "stream-ordered" : args_.blocking ? "blocking" : "non-blocking",
+        args_.deviceCuda ? "stream-ordered"
+        : args_.blocking ? "blocking"
+                         : "non-blocking",
         averageName());
     if (placement_.startNs >= 0) {
       text += fmt::format(
@@ -159,7 +161,7 @@ class Bench {
   }
 
   OpArgs opArgs(const void* send, void* recv, size_t count, DataType type, RedOp op,
-              int root) const {
+                int root) const {
     return OpArgs{send, recv, count, type, op, root};
   }
 
@@ -252,8 +254,8 @@ class Bench {
 
     if (args_.baselineMpi) {
       fillSend(spec, send_);
-      auto seconds = world_.timeMpi(info_, c, type, op, spec.root, send_, recv_,
-                                    args_.warmupIters, args_.iters, args_.average);
+      auto seconds = world_.timeMpi(info_, c, type, op, spec.root, send_, recv_, args_.warmupIters,
+                                    args_.iters, args_.average);
       Baseline b;
       if (seconds) {
         b.available = true;
@@ -360,6 +362,13 @@ int benchMain(int argc, char** argv, const CollRunner& runner) {
                  error ? errorCodeName(error->code()) : "error", e.what());
     std::fflush(stderr);
   };
+  if (args.deviceCuda && args.threads > 1) {
+    // Thread ranks share one CUDA context, and each has two streams (its own and its
+    // communicator's); with the default 8 hardware queues, streams share queues and one rank's
+    // stream wait can hold a peer's collective queued behind it. Before CUDA starts; a value the
+    // user set wins.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  }
   std::unique_ptr<World> world;
   try {
     Options options;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "tests/cuda/collective_check.h"
@@ -13,6 +14,11 @@
 
 namespace braid {
 namespace {
+
+// Up to 8 rank threads with two streams each: more than the default 8 hardware queues, so streams
+// would share them and a rank's stream wait could hold a peer's collective queued behind it (the
+// likeliest cause of the hangs on an H100, comm/device/README.md). Set before CUDA starts.
+const int kMoreQueues = setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 
 void runDeviceRanks(int n, Algorithm algo, const std::function<void(DeviceCommunicator&)>& fn) {
   Options options;
