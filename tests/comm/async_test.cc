@@ -73,11 +73,12 @@ TEST(Async, ProgressThreadFinishesOpsNobodyWaitsFor) {
 
 // A caller that keeps submitting and never waits still sees its ops run: the progress thread
 // leaves the queue to a submitting caller only for a while (1 ms of one op at the front; the
-// bound itself: progress_pace_test), then runs what is queued. Both ranks submit the same 2000
-// ops, one per 25 us (50 ms).
+// bound itself: progress_pace_test), then runs what is queued. Both ranks submit the same 20000
+// ops, one per 25 us (0.5 s: with 2000 (50 ms) a loaded 2-core CI machine once gave the progress
+// threads no core in time, 2026-11-27).
 TEST(Async, OpsRunWhileTheCallerKeepsSubmitting) {
   constexpr int kRanks = 2;
-  constexpr int kOps = 2000;
+  constexpr int kOps = 20000;
   Options options;
   options.timeoutSeconds = 30;
   auto errors = runRanks(kRanks, options, [&](Communicator& comm) {
