@@ -41,8 +41,8 @@ enum class Kind : uint8_t {
   kVerbs = 6,    ///< ibverbs RC queue pairs (transport/verbs), device from BRAID_VERBS_DEVICE
 };
 const char* kindName(Kind kind);
-/// Parses a backend's name ("shm", "tcp", "ucx", "ofi", "verbs", "cuda_ipc"); false on an unknown name. A known
-/// name may still be unavailable in this build: see kindAvailable().
+/// Parses a backend's name ("shm", "tcp", "ucx", "ofi", "verbs", "cuda_ipc"); false on an unknown
+/// name. A known name may still be unavailable in this build: see kindAvailable().
 bool parseKind(const std::string& name, Kind* out);
 /// Whether this build can connect peers of `kind` (kUcx needs UCX at configure time, kOfi
 /// libfabric and a usable provider, kVerbs libibverbs and an active RDMA port). When not,
@@ -50,8 +50,8 @@ bool parseKind(const std::string& name, Kind* out);
 bool kindAvailable(Kind kind, std::string* why = nullptr);
 /// Checks a BRAID_TRANSPORT / --transport value: "" and "auto" give "" (the best kind per peer);
 /// an available host-memory kind's name is returned as is; anything else is kInvalidUsage
-/// ("unknown transport 'x' ...: choose shm, tcp, ucx, ofi or verbs", "transport 'ucx' ... is not available:
-/// <why>", or that cuda_ipc carries device buffers only).
+/// ("unknown transport 'x' ...: choose shm, tcp, ucx, ofi or verbs", "transport 'ucx' ... is not
+/// available: <why>", or that cuda_ipc carries device buffers only).
 std::string checkForcedKind(const std::string& name);
 /// The kind of each of `rank`'s peers (kSelf for itself), given every rank's host key (equal
 /// for ranks that share memory). `forced` empty: the best backend that is available and reaches
@@ -65,9 +65,8 @@ std::vector<Kind> chooseKinds(int rank, const std::vector<std::string>& hosts,
                               const std::string& forced, bool deviceMemory = false);
 
 /// One line per host-memory backend, best first: whether this build and machine have it (why
-/// not), whether chooseKinds picks it by itself (why not), and its details (ofi: the provider; verbs:
-/// the device, port and GID).
-/// For braid-topo and diagnostics.
+/// not), whether chooseKinds picks it by itself (why not), and its details (ofi: the provider;
+/// verbs: the device, port and GID). For braid-topo and diagnostics.
 std::string describeBackends();
 
 /// The fixed-size header every message carries; opaque to the transport (comm encodes it).
@@ -86,6 +85,11 @@ class SendChannel {
   virtual void post(size_t bytes, const MessageMeta& meta) = 0;
   virtual size_t slotBytes() const = 0;
   virtual int peer() const = 0;
+  /// How long a cache line the receiver writes takes to reach this thread's core, in ns, as last
+  /// measured (transport/line_latency.h); 0 when unknown or not shared memory. Long (another
+  /// die or socket): a payload written into a slot with ordinary stores crosses line by line,
+  /// so the caller may fill slots with streaming stores instead. Cheap (no measuring here).
+  virtual uint32_t receiverLineNanos() const { return 0; }
 };
 
 /// Receiver side of one channel.

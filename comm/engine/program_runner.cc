@@ -65,8 +65,8 @@ std::string ProgramRunner::what(const ExecArgs& args) const {
   OpHeader called = args.header;
   called.coll = args.called;
   const size_t bytes = args.describedBytes != SIZE_MAX
-                          ? args.describedBytes
-                          : args.header.count * dataTypeSize(args.dtype);
+                           ? args.describedBytes
+                           : args.header.count * dataTypeSize(args.dtype);
   if (args.anySource) {
     return fmt::format("recv from any source #{} (tag {}, up to {} x {}) of {} bytes{}",
                        args.header.seq, args.header.tag, args.header.count,
@@ -86,8 +86,7 @@ void ProgramRunner::checkHeader(const transport::MessageMeta& meta, size_t bytes
     fail(ErrorCode::kMismatch,
          "rank {}: {}: collective mismatch with peer rank {}: this rank called {}, peer rank {} "
          "called {}",
-         rank_, what(args), peer, describeHeader(decodeHeader(c.meta)), peer,
-         describeHeader(got));
+         rank_, what(args), peer, describeHeader(decodeHeader(c.meta)), peer, describeHeader(got));
   }
   if (bytes != expectBytes) {
     engine_.abandon();
@@ -224,8 +223,8 @@ bool ProgramRunner::startRecv(Cursor& c) {
     // Not while a recv from any source that matched this peer reads its stream, nor when an
     // earlier posted one from any source has the first claim on the peer's next message.
     if (recvOwner_[peer] != kNoLane) return false;
-    if (unmatchedAny_ > 0 && (peekData(peer, s.channel, &got, &meta, args) == nullptr ||
-                              earlierClaims(c, peer, meta))) {
+    if (unmatchedAny_ > 0 &&
+        (peekData(peer, s.channel, &got, &meta, args) == nullptr || earlierClaims(c, peer, meta))) {
       return false;
     }
   }
@@ -289,6 +288,7 @@ bool ProgramRunner::tryPiece(Cursor& c) {
   p.len = len;
   p.bytes = bytes;
   p.divisor = (s.finalize && args.op == RedOp::kAvg && size_ > 1) ? uint64_t(size_) : 1;
+  if (outCh != nullptr) p.receiverLineNanos = outCh->receiverLineNanos();
   if (s.prim == Prim::kGatherReduce) {
     gatherSrcs_[rank_] = p.src;
     p.gatherSrcs = gatherSrcs_.data();
@@ -348,8 +348,7 @@ std::string ProgramRunner::waitingText(size_t* unfinishedOut) const {
     // Where in its schedule: the step (and lane, when there are several) it stands at.
     const std::string at =
         cursors_.size() > 1 && feed_ == nullptr
-            ? fmt::format(" (lane {}, step {} of {})", lane - 1, c.step + 1,
-                          c.lane->steps.size())
+            ? fmt::format(" (lane {}, step {} of {})", lane - 1, c.step + 1, c.lane->steps.size())
             : fmt::format(" (step {} of {})", c.step + 1, c.lane->steps.size());
     if (s.prim == Prim::kGatherReduce) {
       // Name the peers whose message is missing (a probe is not the message).
@@ -360,13 +359,14 @@ std::string ProgramRunner::waitingText(size_t* unfinishedOut) const {
         if (ep_.recv(q, s.channel).tryPeek(nullptr, &meta) != nullptr && !isProbe(meta)) continue;
         missing += fmt::format("{}{}", missing.empty() ? "" : ", ", q);
       }
-      waiting += fmt::format("; waiting to receive from peer rank {} on channel {} (gathering "
-                             "from all peers){}",
-                             missing.empty() ? "-" : missing, s.channel, at);
+      waiting += fmt::format(
+          "; waiting to receive from peer rank {} on channel {} (gathering "
+          "from all peers){}",
+          missing.empty() ? "-" : missing, s.channel, at);
     } else {
       if (primReceives(s.prim))
-        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}{}",
-                               s.recvPeer, s.channel, at);
+        waiting += fmt::format("; waiting to receive from peer rank {} on channel {}{}", s.recvPeer,
+                               s.channel, at);
       if (primSends(s.prim))
         waiting += fmt::format("; waiting to send to peer rank {} on channel {}{}", s.sendPeer,
                                s.channel, at);
@@ -634,7 +634,7 @@ bool ProgramRunner::runCursors() {
   size_t unfinished = 0;
   for (const Cursor& c : cursors_) unfinished += c.done() ? 0 : 1;
   int idle = 0;
-  bool announced = false;  // onWaiting_ told about this idle period
+  bool announced = false;   // onWaiting_ told about this idle period
   bool pastWindow = false;  // this idle period outlasted the active window
   Clock::time_point lastProgress{}, lastPeerCheck{};
   for (;;) {

@@ -10,9 +10,9 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -61,6 +61,9 @@ struct Piece {
   size_t len = 0;             ///< elements
   size_t bytes = 0;
   uint64_t divisor = 1;  ///< > 1: divide the final result by it (avg)
+  /// Sending prims: the out channel's receiverLineNanos() (0: unknown), for engines that fill
+  /// slots bound for a far core with streaming stores.
+  uint32_t receiverLineNanos = 0;
 };
 
 class ProgramRunner;
@@ -173,8 +176,8 @@ class ProgramRunner {
     size_t after = kNoLane;  // the lane (index) that must finish first: same peer and direction
     size_t step = 0;
     size_t piece = 0;
-    bool finished = false;  // counted and reported finished
-    bool p2pRecv = false;   // a point-to-point recv (one step): numbered when it starts
+    bool finished = false;   // counted and reported finished
+    bool p2pRecv = false;    // a point-to-point recv (one step): numbered when it starts
     bool anySource = false;  // ... from any source: `matched` is its step once started
     bool started = false;    // p2p recv: reads its peer's stream (from its first piece on)
     int from = -1;           // p2p recv, once started: the peer
@@ -270,7 +273,7 @@ class ProgramRunner {
   bool oversubscribed_ = false;
   bool deferred_ = false;
   int spinRounds_ = 0;
-  ActiveWindow activeWindow_;  // how long a wait stays active before it sleeps
+  ActiveWindow activeWindow_;   // how long a wait stays active before it sleeps
   bool probed_ = false;         // this run sent its probes
   std::deque<Cursor> cursors_;  // a deque: joining lanes leave the others' addresses alone
   std::vector<Pending> pending_;

@@ -2,6 +2,10 @@
 // left by a crashed run is replaced.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
+#include <thread>
+
 #include "tests/transport/test_support.h"
 
 namespace braid::transport::testing {
@@ -37,6 +41,49 @@ TEST(ShmProcesses, StaleSegmentOfADeadRunIsReplaced) {
   std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(log.find("removing stale shm segment"), std::string::npos) << log;
   EXPECT_TRUE(shmEntries("braid-" + jobId + "-").empty());
+}
+
+// The sender times the receiver's counter line while its ring is full (transport/line_latency.h):
+// unknown (0) before, a measured time once the receiver has freed slots often enough.
+TEST(ShmThreads, SenderMeasuresTheReceiversLineWhileItsRingIsFull) {
+  MemoryKeyValue kv;
+  const std::string jobId = uniqueJobId("line");
+  constexpr int kMessages = 200;
+  uint32_t before = 1, after = 0;
+  auto errors = runRanks(2, [&](int rank) {
+    EndpointConfig c = makeConfig(rank, 2, {Kind::kShm, Kind::kShm}, jobId);
+    c.slots = 2;
+    c.slotBytes = 4096;
+    auto ep = connect(c, kv);
+    const Deadline deadline = Deadline::after(30);
+    if (rank == 0) {
+      SendChannel& out = ep->send(1, 0);
+      before = out.receiverLineNanos();
+      for (int i = 0; i < kMessages; ++i) {
+        void* slot = nullptr;
+        while ((slot = out.tryAcquire()) == nullptr) {
+          if (deadline.expired()) fail(ErrorCode::kTimeout, "rank 0: no free slot");
+        }
+        std::memset(slot, i, 64);
+        out.post(64, MessageMeta{});
+      }
+      after = out.receiverLineNanos();
+    } else {
+      RecvChannel& in = ep->recv(0, 0);
+      for (int i = 0; i < kMessages; ++i) {
+        while (in.tryPeek(nullptr, nullptr) == nullptr) {
+          if (deadline.expired()) fail(ErrorCode::kTimeout, "rank 1: message {} missing", i);
+        }
+        // Slower than the sender, so that its ring is full when this frees a slot.
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        in.release();
+      }
+    }
+  });
+  expectOk(errors);
+  EXPECT_EQ(before, 0u);
+  EXPECT_GT(after, 0u) << "no sample: the ring was never seen full with a moved counter";
+  EXPECT_LT(after, 10u * 1000 * 1000) << "a cache line that took 10 ms";
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include <cstring>
 
 #include "transport/doorbell.h"
+#include "transport/line_latency.h"
 #include "transport/shm/tsan_edges.h"
 #include "transport/transport.h"
 
@@ -51,7 +52,8 @@ struct AbortRecord {
 };
 
 // Messages of up to kInlineBytes are also copied next to seq, so a receiver reads a tiny message
-// (an 8-byte all-reduce's) from the one line it polls instead of missing once more on the payload's.
+// (an 8-byte all-reduce's) from the one line it polls instead of missing once more on the
+// payload's.
 inline constexpr size_t kInlineBytes = 16;
 
 struct SlotHeader {
@@ -155,7 +157,13 @@ class ShmSendChannel final : public SendChannel {
 
   void* tryAcquire() override {
     if (sent_ - consumed_ >= ring_.k) {
-      consumed_ = atom(*ring_.control).load(std::memory_order_acquire);
+      // The ring looked full, so this thread waits anyway: time the load of the receiver's
+      // counter, and keep the sample when the receiver had moved it (line_latency.h).
+      uint64_t nanos = 0;
+      const uint64_t seen =
+          timedLoad([&] { return atom(*ring_.control).load(std::memory_order_acquire); }, &nanos);
+      if (seen != consumed_) receiverLine_.add(nanos);
+      consumed_ = seen;
       edgeAcquire(edge_ ^ 1);
       if (sent_ - consumed_ >= ring_.k) return nullptr;
     }
@@ -182,12 +190,14 @@ class ShmSendChannel final : public SendChannel {
 
   size_t slotBytes() const override { return ring_.slotBytes; }
   int peer() const override { return ring_.peer; }
+  uint32_t receiverLineNanos() const override { return receiverLine_.nanos(); }
 
  private:
   RingView ring_;
-  uint64_t edge_;          // tsan_edges.h
-  uint64_t sent_ = 0;      // messages posted
-  uint64_t consumed_ = 0;  // last seen value of *ring_.control
+  uint64_t edge_;             // tsan_edges.h
+  uint64_t sent_ = 0;         // messages posted
+  uint64_t consumed_ = 0;     // last seen value of *ring_.control
+  LineLatency receiverLine_;  // the counter's line, from the receiver's core
 };
 
 class ShmRecvChannel final : public RecvChannel {
