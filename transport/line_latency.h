@@ -31,6 +31,8 @@ class LineLatency {
     next_ = (next_ + 1) % kWindow;
     if (seen_ < kWindow) ++seen_;
   }
+  /// Whether kWindow samples were added (nanos() is known).
+  bool full() const { return seen_ >= kWindow; }
   /// The least of the last kWindow samples, in ns; 0 (unknown) until kWindow were added.
   uint32_t nanos() const {
     if (seen_ < kWindow) return 0;

@@ -11,8 +11,10 @@ TEST(LineLatency, UnknownUntilAWindowOfSamples) {
   for (int i = 0; i + 1 < LineLatency::kWindow; ++i) {
     l.add(40);
     EXPECT_EQ(l.nanos(), 0u);
+    EXPECT_FALSE(l.full());
   }
   l.add(40);
+  EXPECT_TRUE(l.full());
   EXPECT_EQ(l.nanos(), 40u);
 }
 
