@@ -59,14 +59,9 @@ void exchangeStatusAddresses(CommState& state, const Plan& plan, transport::KeyV
 
 void connect(CommState& state, const Meeting& meeting, const Plan& plan) {
   StoreKeyValue kv(*state.store);
-  comm::SlotStreaming slots = comm::slotStreamingFromEnv();
-  // Ranks that share cores: a slot's receiver often runs next on the sender's core, where an
-  // ordinary store left the payload in cache (4 ranks on 2 cores lost 10-20% with streaming).
-  if (slots == comm::SlotStreaming::kAuto && plan.oversubscribed) {
-    slots = comm::SlotStreaming::kNever;
-  }
   state.start(transport::connect(plan.config, kv),
-              std::make_unique<comm::HostPieces>(envInt("BRAID_DEFERRED_PIECES", 0) != 0, slots),
+              std::make_unique<comm::HostPieces>(envInt("BRAID_DEFERRED_PIECES", 0) != 0,
+                                                 comm::slotStreamingFromEnv()),
               plan.oversubscribed);
   state.jobId = meeting.jobId;
   state.secret = plan.config.secret;

@@ -12,8 +12,7 @@ namespace braid::comm {
 
 /// Whether the host engine fills outgoing slots with streaming stores (BRAID_STREAM_SLOTS).
 enum class SlotStreaming : uint8_t {
-  kAuto,    ///< when the receiver's core is far (Piece::receiverLineNanos > kFarLineNanos);
-            ///< init turns it into kNever where ranks outnumber their cores (comm/create)
+  kAuto,    ///< when the receiver's core is far (Piece::receiverLineNanos > kFarLineNanos)
   kNever,   ///< "0"
   kAlways,  ///< "1": every sending piece, whatever its size (how the tests drive that path)
 };
