@@ -287,6 +287,17 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   // whether to try is decided alike on every rank, from the op and the communicator alone.
   const bool tryMapped = !plan.isP2p && !singleCopied && mappedCopyCandidate(d.coll, plan.inBytes);
 
+  // A single copy lends this rank's buffers to the ranks of its process (publishAndMap opens the
+  // lease): none may still touch them once this call returns, however it returns.
+  struct LeaseCloser {
+    CommState& state;
+    ~LeaseCloser() {
+      if (state.ownLease) state.ownLease->close(state.rank, state.options.timeoutSeconds);
+    }
+  };
+  std::optional<LeaseCloser> leaseCloser;
+  if (singleCopied || tryMapped) leaseCloser.emplace(LeaseCloser{*this});
+
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   BRAID_TRACE("rank {}: {} start", rank, comm::describeHeader(args.header));
@@ -688,7 +699,9 @@ std::string Communicator::statusReport() const { return state_->statusReport(); 
 
 Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes,
                                         bool memAllocBuffers) const {
-  if (memAllocBuffers && state_->mappedCopyCandidate(coll, bytes)) return Algorithm::kSingleCopy;
+  if ((memAllocBuffers || state_->peersAreThreads()) && state_->mappedCopyCandidate(coll, bytes)) {
+    return Algorithm::kSingleCopy;
+  }
   return chosenAlgorithm(coll, bytes);
 }
 

@@ -13,13 +13,15 @@
 namespace braid {
 namespace {
 
-// What a rank publishes of one op's buffers: addresses for process_vm_readv, and where they lie
-// in a shared allocation (fd -1: not one).
+// What a rank publishes of one op's buffers: addresses (for process_vm_readv, or used as they are
+// by ranks of its process), where they lie in a shared allocation (fd -1: not one), and the epoch
+// of its buffer lease (comm/exec/buffer_lease.h; 0: none).
 struct Published {
   uint64_t input;
   uint64_t output;
   transport::SharedRange in;
   transport::SharedRange out;
+  uint64_t epoch;
 };
 
 }  // namespace
@@ -27,9 +29,11 @@ struct Published {
 bool CommState::publishAndMap(const comm::ExecArgs& args, size_t count) {
   const size_t bytes = count * dataTypeSize(args.dtype);
   Published mine{reinterpret_cast<uintptr_t>(args.input),
-                 reinterpret_cast<uintptr_t>(args.output), {}, {}};
+                 reinterpret_cast<uintptr_t>(args.output), {}, {}, 0};
   const bool shared = transport::findShared(args.input, bytes, &mine.in) &&
                       transport::findShared(args.output, bytes, &mine.out);
+  // Lent before the addresses go out: a peer that knows them knows the epoch too.
+  if (ownLease) mine.epoch = ownLease->open();
   std::vector<Published> all(size);
   // Every rank's buffers, under the op's own header: a rank that called something else fails
   // here with kMismatch, as in any schedule.
@@ -47,16 +51,21 @@ bool CommState::publishAndMap(const comm::ExecArgs& args, size_t count) {
   exchange.elemsPerPiece = options.slotBytes;
   exchange.streamOutput = false;
   executor->run(program(spec), exchange);
-  bool mapped = shared;
+  // The mapped form needs every peer's buffers here: a thread of this process's by address, any
+  // other's mapped (and then this rank's own must be mappable by it).
+  bool mapped = true;
+  for (int q = 0; q < size; ++q) mapped &= q == rank || singleCopyPeers[q].sameProcess;
+  mapped |= shared;
   for (int q = 0; q < size; ++q) {
     comm::PeerBuffers& p = singleCopyPeers[q];
     p.input = all[q].input;
     p.output = all[q].output;
+    p.epoch = all[q].epoch;
     p.mappedInput = nullptr;
     p.mappedOutput = nullptr;
-    if (q == rank) {
-      p.mappedInput = static_cast<const char*>(args.input);
-      p.mappedOutput = static_cast<char*>(args.output);
+    if (q == rank || p.sameProcess) {
+      p.mappedInput = reinterpret_cast<const char*>(p.input);
+      p.mappedOutput = reinterpret_cast<char*>(p.output);
       continue;
     }
     if (!mapped) continue;
@@ -89,12 +98,20 @@ bool CommState::mappedCopyCandidate(Collective coll, size_t bytes) const {
          options.algorithm == Algorithm::kAuto && bytes >= options.mappedCopyBytes;
 }
 
+bool CommState::peersAreThreads() const {
+  if (!singleCopy) return false;
+  for (const comm::PeerBuffers& p : singleCopyPeers) {
+    if (!p.sameProcess) return false;
+  }
+  return true;
+}
+
 bool CommState::runMappedCopy(const comm::ExecArgs& args, size_t count) {
   if (!publishAndMap(args, count)) return false;
   if (!mappedCopyLogged) {
     mappedCopyLogged = true;
     BRAID_INFO("rank {}: all-reduce of {} bytes: the mapped single copy (every rank's buffers "
-               "are memAlloc ones, mapped here)",
+               "are here: memAlloc ones mapped, or a thread's of this process)",
                rank, count * dataTypeSize(args.dtype));
   }
   singleCopy->reduceToAll(executor->runner(), args, count, rank, singleCopyPeers);

@@ -5,7 +5,8 @@ over all rounds, then over the rounds of each placement the bench's probe saw (r
 sharing an L3 cache or apart), each with its number of rounds.
 
   bench/host/compare_mpi.py --ranks 2 --runs 3 -b 8 -e 256M -f 2 [--bench all_reduce_perf]
-                            [--copy-gbps X] [--extra "-z 1"] [--ideal] [--before DIR]
+                            [--copy-gbps X] [--extra "-z 1"] [--ideal [--ideal-outputs 2]]
+                            [--before DIR]
                             [--before-extra "-R 0"] [--out results.md]
 
 --before DIR: each round first runs the same command with DIR's build (an earlier commit), so
@@ -16,7 +17,9 @@ the same placement, and now/before. --before-extra FLAGS: the before run's flags
 --ideal (2-rank all_reduce_perf): each round also runs bench/single_copy_ideal (two threads on
 CPUs 0 and 1, each reading its half of both inputs once and writing its half of one output: the
 single-copy ideal, with its own placement probe) right after braid and MPI, and the tables add
-its median time and braid's bandwidth as a fraction of it, per placement.
+its median time and braid's bandwidth as a fraction of it, per placement. --ideal-outputs 2: the
+ideal writes its half into two outputs, one per rank (what an all-reduce produces; the default 1
+is the issue's yardstick, a quarter less memory written than any all-reduce of two ranks).
 
 The bound: every rank must read its input and write its output once (2*S bytes per rank for
 all_reduce and alltoall; 2*S in all for gather and scatter), all ranks at once over the
@@ -58,7 +61,8 @@ def run_ideal(args, build, out_json):
     """One round of the two-thread single-copy ideal over the same sizes (sizes below 64 B are
     left out: it times whole cache lines)."""
     cmd = [os.path.join(build, "bench", "single_copy_ideal"), "-b", args.b, "-e", args.e, "-f",
-           args.f, "-w", str(args.warmup), "-n", str(args.iters), "-J", out_json]
+           args.f, "-w", str(args.warmup), "-n", str(args.iters), "--outputs",
+           str(args.ideal_outputs), "-J", out_json]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"ideal failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}\n{r.stderr}")
@@ -147,6 +151,7 @@ def main():
     p.add_argument("--copy-gbps", type=float, default=0)
     p.add_argument("--out", default="")
     p.add_argument("--ideal", action="store_true")
+    p.add_argument("--ideal-outputs", type=int, choices=(1, 2), default=1)
     p.add_argument("--before", default="")
     p.add_argument("--before-extra", default=None)
     args = p.parse_args()

@@ -3,8 +3,13 @@
 // half of one shared output once, with braid's own reduce kernel. No copies, no handshakes: what
 // memory bandwidth allows. Before each size the two threads bounce a cache line (the round trip
 // says whether their CPUs share an L3: bench/perf/placement.h classifies < 150 ns "same L3").
+// With --outputs 2 each thread writes its half into two outputs, one per rank, in the same pass
+// (braid's reduceCopy kernel): what an all-reduce must produce, every rank holding the result.
+// The yardstick (--outputs 1, the default) writes a quarter less memory than any
+// all-reduce of two ranks' own buffers can.
 //
-//   single_copy_ideal [-b 1M] [-e 256M] [-f 2] [-n 20] [-w 5] [--cpus 0,1] [-J out.json]
+//   single_copy_ideal [-b 1M] [-e 256M] [-f 2] [-n 20] [-w 5] [--cpus 0,1] [--outputs 1|2]
+//                     [-J out.json]
 // Prints nccl-tests' columns for all_reduce (busbw = algbw x 2(n-1)/n = algbw for 2 ranks).
 #include <fmt/format.h>
 #include <pthread.h>
@@ -64,7 +69,7 @@ size_t parseSize(const char* s) {
 
 int main(int argc, char** argv) {
   size_t minBytes = 1 << 20, maxBytes = 256 << 20;
-  int factor = 2, iters = 20, warmup = 5, cpus[2] = {0, 1};
+  int factor = 2, iters = 20, warmup = 5, cpus[2] = {0, 1}, outputs = 1;
   std::string json;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -76,20 +81,24 @@ int main(int argc, char** argv) {
     else if (a == "-w") warmup = std::atoi(v), ++i;
     else if (a == "-J") json = v, ++i;
     else if (a == "--cpus") std::sscanf(v, "%d,%d", &cpus[0], &cpus[1]), ++i;
+    else if (a == "--outputs") outputs = std::atoi(v), ++i;
     else {
       std::fprintf(stderr, "single_copy_ideal: unknown argument '%s' (see the file's top)\n",
                    a.c_str());
       return 2;
     }
   }
-  if (minBytes < 64 || maxBytes < minBytes || factor < 2 || iters < 1) {
-    std::fprintf(stderr, "single_copy_ideal: need 64 <= -b <= -e, -f >= 2, -n >= 1\n");
+  if (minBytes < 64 || maxBytes < minBytes || factor < 2 || iters < 1 ||
+      (outputs != 1 && outputs != 2)) {
+    std::fprintf(stderr,
+                 "single_copy_ideal: need 64 <= -b <= -e, -f >= 2, -n >= 1, --outputs 1 or 2\n");
     return 2;
   }
   std::vector<size_t> sizes;
   for (size_t b = minBytes; b <= maxBytes; b *= factor) sizes.push_back(b / 4 * 4);
   const size_t maxCount = maxBytes / 4;
   std::vector<float> in0(maxCount, 1.0f), in1(maxCount, 2.0f), out(maxCount, 0.0f);
+  std::vector<float> out1(outputs == 2 ? maxCount : 0, 0.0f);
   const float* in[2] = {in0.data(), in1.data()};
 
   Barrier barrier;
@@ -99,11 +108,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "single_copy_ideal: cannot write %s\n", json.c_str());
     return 2;
   }
-  std::printf("# single_copy_ideal: 2 threads on CPUs %d,%d, float sum, braid's reduce kernel, "
-              "median of %d iterations\n", cpus[0], cpus[1], iters);
+  std::printf("# single_copy_ideal: 2 threads on CPUs %d,%d, float sum, braid's %s kernel, "
+              "%d output(s), median of %d iterations\n",
+              cpus[0], cpus[1], outputs == 2 ? "reduceCopy" : "reduce", outputs, iters);
   std::printf("#%12s %12s %10s %8s %8s %9s\n", "size", "count", "time(us)", "algbw", "busbw",
               "rtt(ns)");
-  if (js) std::fprintf(js, "{\"bench\": \"single_copy_ideal\", \"rows\": [");
+  if (js) {
+    std::fprintf(js, "{\"bench\": \"single_copy_ideal\", \"outputs\": %d, \"rows\": [",
+                 outputs);
+  }
 
   // Both threads walk the same sizes; thread 0 also times and prints.
   auto work = [&](int me) {
@@ -131,8 +144,13 @@ int main(int argc, char** argv) {
       for (int it = 0; it < warmup + iters; ++it) {
         barrier.wait(me, ++g);
         const auto s = Clock::now();
-        braid::kernels::reduce(out.data() + lo, in[0] + lo, in[1] + lo, hi - lo,
-                               braid::DataType::kFloat32, braid::RedOp::kSum);
+        if (outputs == 2) {
+          braid::kernels::reduceCopy(out.data() + lo, out1.data() + lo, in[0] + lo, in[1] + lo,
+                                     hi - lo, braid::DataType::kFloat32, braid::RedOp::kSum);
+        } else {
+          braid::kernels::reduce(out.data() + lo, in[0] + lo, in[1] + lo, hi - lo,
+                                 braid::DataType::kFloat32, braid::RedOp::kSum);
+        }
         barrier.wait(me, ++g);
         if (it >= warmup) {
           times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - s).count());

@@ -71,6 +71,14 @@ void testPeerMemory(CommState& state, const Plan& plan, transport::KeyValue& kv)
     BRAID_INFO("rank {}: no single-copy all-reduce: {}", rank, verdict);
     return;
   }
+  // Ranks that are threads of this process touch each other's buffers by address: each lends
+  // its own through a lease they all find by (job, rank) (comm/exec/buffer_lease.h).
+  for (int q = 0; q < n; ++q) {
+    if (q != rank && peers[q].sameProcess) {
+      peers[q].lease = comm::BufferLease::of(state.jobId, q);
+      if (!state.ownLease) state.ownLease = comm::BufferLease::of(state.jobId, rank);
+    }
+  }
   state.singleCopyPeers = std::move(peers);
   state.singleCopy = std::make_unique<comm::SingleCopy>();
   state.refreshTunerConfig();

@@ -138,6 +138,9 @@ struct CommState {
   std::unique_ptr<comm::SingleCopy> singleCopy;
   std::vector<comm::PeerBuffers> singleCopyPeers;
   std::string singleCopyWhy = "not a host communicator";
+  /// Where some peer is a thread of this process: this rank's buffers lent to them for each
+  /// single copy (opened in publishAndMap, closed by runOp before it returns); else null.
+  std::shared_ptr<comm::BufferLease> ownLease;
   transport::SharedMappings sharedMappings;  ///< peers' memAlloc buffers mapped here
   bool mappedCopyLogged = false;             ///< the first mapped single copy is logged (INFO)
   std::atomic<bool> aborted{false};
@@ -227,6 +230,9 @@ struct CommState {
   /// Whether runOp tries the mapped single copy for an all-reduce of `bytes` (the same answer on
   /// every rank: the op and the communicator alone decide).
   bool mappedCopyCandidate(Collective coll, size_t bytes) const;
+  /// Whether every peer is a thread of this process (the mapped single copy needs no memAlloc
+  /// buffers then: their addresses are ours).
+  bool peersAreThreads() const;
   /// The address exchange of both forms, the mapping of every peer's memAlloc buffers, and the
   /// agreement whether every rank mapped every peer's (comm/single_copy_op.cc).
   bool publishAndMap(const comm::ExecArgs& args, size_t count);

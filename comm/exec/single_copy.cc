@@ -28,6 +28,46 @@ void checkAborted(const ProgramRunner& runner, const ExecArgs& args) {
   }
 }
 
+[[noreturn]] void peerLeft(const ProgramRunner& runner, const ExecArgs& args, int q) {
+  fail(ErrorCode::kRemoteError,
+       "rank {}: {}: single copy: peer rank {} (a thread of this process) left the call before "
+       "this rank was done with its buffers (did it fail or abort?)",
+       runner.rank(), runner.what(args), q);
+}
+
+// The leases of the peers that are threads of this process, borrowed for one phase (so no such
+// peer returns from the call while this rank touches its buffers: buffer_lease.h), given back
+// at its end, also when it fails.
+class Borrowed {
+ public:
+  Borrowed(const ProgramRunner& runner, const ExecArgs& args, int rank,
+           const std::vector<PeerBuffers>& peers)
+      : peers_(peers) {
+    for (int q = 0; q < static_cast<int>(peers.size()); ++q) {
+      if (q == rank || !peers[q].lease) continue;
+      if (!peers[q].lease->borrow(peers[q].epoch)) peerLeft(runner, args, q);
+      held_.push_back(q);
+    }
+  }
+  ~Borrowed() {
+    for (int q : held_) peers_[q].lease->giveBack();
+  }
+  Borrowed(const Borrowed&) = delete;
+  Borrowed& operator=(const Borrowed&) = delete;
+
+  /// Between blocks: aborted, or a lender is leaving the call.
+  void check(const ProgramRunner& runner, const ExecArgs& args) const {
+    checkAborted(runner, args);
+    for (int q : held_) {
+      if (peers_[q].lease->closing()) peerLeft(runner, args, q);
+    }
+  }
+
+ private:
+  const std::vector<PeerBuffers>& peers_;
+  std::vector<int> held_;
+};
+
 // Reads `bytes` at `remote` of rank q into `local` (a plain copy for a rank of this process).
 // A failure names the peer; a call aborted meanwhile is kAborted, whatever the read saw.
 void readFrom(const ProgramRunner& runner, const ExecArgs& args, int q, const PeerBuffers& p,
@@ -88,7 +128,9 @@ void SingleCopy::reduceShare(const ProgramRunner& runner, const ExecArgs& args, 
   const RedOp op = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
   char* out = reinterpret_cast<char*>(peers[rank].output);
   std::vector<const void*> srcs(n);
+  const Borrowed borrowed(runner, args, rank, peers);
   for (size_t b = lo; b < hi; b += blockElems) {
+    borrowed.check(runner, args);
     const size_t len = std::min(blockElems, hi - b);
     const size_t off = b * elem, bytes = len * elem;
     // Every rank's input block, in rank order (the same sum on every rank's share).
@@ -118,8 +160,9 @@ void SingleCopy::reduceToAll(const ProgramRunner& runner, const ExecArgs& args, 
   const RedOp op = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
   char* mine = peers[rank].mappedOutput;
   std::vector<const void*> srcs(n);
+  const Borrowed borrowed(runner, args, rank, peers);
   for (size_t b = lo; b < hi; b += blockElems) {
-    checkAborted(runner, args);
+    borrowed.check(runner, args);
     const size_t len = std::min(blockElems, hi - b);
     const size_t off = b * elem, bytes = len * elem;
     if (n == 2 && args.op != RedOp::kAvg) {
@@ -144,7 +187,9 @@ void SingleCopy::gatherShares(const ProgramRunner& runner, const ExecArgs& args,
   const int n = static_cast<int>(peers.size());
   const size_t elem = dataTypeSize(args.dtype);
   char* out = reinterpret_cast<char*>(peers[rank].output);
+  const Borrowed borrowed(runner, args, rank, peers);
   for (int k = 1; k < n; ++k) {
+    borrowed.check(runner, args);
     const int q = (rank + k) % n;  // ranks start at different owners
     size_t lo, hi;
     share(count, elem, n, q, &lo, &hi);

@@ -32,7 +32,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
 #include "comm/engine/program_runner.h"
+#include "comm/exec/buffer_lease.h"
 
 namespace braid::comm {
 
@@ -47,6 +50,10 @@ struct PeerBuffers {
   /// for this rank), else null.
   const char* mappedInput = nullptr;
   char* mappedOutput = nullptr;
+  /// A rank of this process (sameProcess, not this rank): its lease (buffer_lease.h), borrowed
+  /// for each phase that touches its buffers, and the epoch it published with this op's.
+  std::shared_ptr<BufferLease> lease;
+  uint64_t epoch = 0;
 };
 
 class SingleCopy {

@@ -194,9 +194,10 @@ class Communicator {
 
   /// What the tuner would run for this collective and size (for benches and logs).
   Algorithm chosenAlgorithm(Collective coll, size_t bytes) const;
-  /// The same when every rank's buffers come from memAlloc (`memAllocBuffers`): then the mapped
-  /// single copy (kSingleCopy) replaces the tuner's choice where it runs (unless a peer's
-  /// buffers cannot be mapped after all).
+  /// The same when every rank's buffers come from memAlloc (`memAllocBuffers`), or whatever the
+  /// buffers where every rank is a thread of this process: then the mapped single copy
+  /// (kSingleCopy) replaces the tuner's choice where it runs (unless a peer's buffers cannot be
+  /// mapped after all).
   Algorithm chosenAlgorithm(Collective coll, size_t bytes, bool memAllocBuffers) const;
   /// The node (host) of each rank as grouped at creation: nodeOf()[r] is rank r's node, numbered
   /// densely in the order of each node's lowest rank (by host name, see Options::hostName).

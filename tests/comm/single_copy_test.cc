@@ -4,10 +4,12 @@
 // cannot run, forcing it is a clear error; the tuner takes it from BRAID_SINGLE_COPY_BYTES up.
 // The mapped form (braid::memAlloc buffers on every rank): as processes (each having mapped
 // every peer's buffers) and as threads, from BRAID_MAPPED_COPY_BYTES; one rank with ordinary
-// buffers: the planned algorithm, or the read path when forced.
+// buffers: the planned algorithm, or the read path when forced. Ranks as threads take the mapped
+// form with any buffers, and a rank aborted in it returns only once no peer touches its buffers.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/bootstrap/address.h"
@@ -315,7 +318,9 @@ TEST_P(SingleCopyMappedThreads, EveryTypeOpCountAndPlacementMatchesTheReference)
     const Algorithm planned = comm.chosenAlgorithm(Collective::kAllReduce, 4096);
     EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4096, true),
               n > 1 ? Algorithm::kSingleCopy : planned);
-    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4096, false), planned);
+    // Ranks as threads need no memAlloc buffers: every address is theirs too.
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4096, false),
+              n > 1 ? Algorithm::kSingleCopy : planned);
     EXPECT_NE(comm.chosenAlgorithm(Collective::kReduceScatter, 4096, true),
               Algorithm::kSingleCopy);
     // Buffers of their own per case only up to 5 ranks: 16 map 15 peers' anew every case.
@@ -329,6 +334,76 @@ TEST_P(SingleCopyMappedThreads, EveryTypeOpCountAndPlacementMatchesTheReference)
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyMappedThreads, ::testing::Values(1, 2, 3, 5, 16));
+
+// Ranks as threads with ordinary buffers: the mapped single copy by address, chosen by default
+// (BRAID_ALGO=auto) from BRAID_MAPPED_COPY_BYTES up; here from 0, every dtype x op, in place and
+// out of place, odd counts.
+class SingleCopyThreadsByAddress : public ::testing::TestWithParam<int> {};
+
+TEST_P(SingleCopyThreadsByAddress, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const int n = GetParam();
+  ::setenv("BRAID_MAPPED_COPY_BYTES", "0", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("BRAID_MAPPED_COPY_BYTES"); }
+  } unset;
+  Options options;
+  options.timeoutSeconds = 60;
+  runCasesOnThreads(n, [&](int) { return options; }, matrix({0, 1, 13, 1031, 65537}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyThreadsByAddress, ::testing::Values(2, 3, 7));
+
+// A rank (a thread) aborted in the middle of a large mapped single copy: its call returns only
+// once no peer thread touches its buffers any more (comm/exec/buffer_lease.h). After it returns it
+// overwrites its output with a marker, which must survive until its peer's call has returned too;
+// the peer fails naming it. Aborts at several delays, so some land while the peer is still writing
+// its share into this rank's output (those rounds are counted and printed).
+TEST(SingleCopyThreadsFaults, AnAbortedRankReturnsOnlyOnceNoPeerTouchesItsBuffers) {
+  constexpr size_t kCount = size_t(16) << 20;  // 64 MiB of float32 per buffer
+  constexpr unsigned char kMarker = 0xA5;
+  int peerStopped = 0;
+  for (int delayUs : {0, 300, 1000, 2000, 3000, 4000, 6000, 9000}) {
+    SCOPED_TRACE(fmt::format("abort after {} us", delayUs));
+    std::vector<float> in0(kCount, 1.0f), in1(kCount, 2.0f), out0(kCount), out1(kCount);
+    std::atomic<bool> peerReturned{false};
+    std::string peerError;
+    size_t overwritten = 0;
+    Options options;
+    options.timeoutSeconds = 30;
+    auto errors = runRanks(2, options, [&](Communicator& comm) {
+      if (comm.rank() == 0) {
+        try {
+          comm.allReduce(in0.data(), out0.data(), kCount, DataType::kFloat32, RedOp::kSum);
+        } catch (const Error& e) {
+          peerError = e.what();
+        }
+        peerReturned = true;
+        return;
+      }
+      std::thread aborter([&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
+        comm.abort();
+      });
+      try {
+        comm.allReduce(in1.data(), out1.data(), kCount, DataType::kFloat32, RedOp::kSum);
+      } catch (const Error&) {
+        // aborted: what it returns matters below, not how
+      }
+      std::memset(out1.data(), kMarker, kCount * sizeof(float));
+      while (!peerReturned) std::this_thread::yield();
+      const auto* bytes = reinterpret_cast<const unsigned char*>(out1.data());
+      for (size_t i = 0; i < kCount * sizeof(float); ++i) overwritten += bytes[i] != kMarker;
+      aborter.join();
+    });
+    for (const auto& e : errors) EXPECT_EQ(errorText(e), "");
+    EXPECT_EQ(overwritten, 0u) << "bytes of the aborted rank's output written after it returned";
+    if (peerError.find("left the call") != std::string::npos) {
+      ++peerStopped;
+      EXPECT_NE(peerError.find("peer rank 1"), std::string::npos) << peerError;
+    }
+  }
+  std::printf("rounds in which the peer was stopped mid-copy: %d of 8\n", peerStopped);
+}
 
 TEST(SingleCopyMismatch, RanksThatDisagreeOnTheCountFailOnEveryRank) {
   for (int n : {2, 3}) {
