@@ -108,7 +108,8 @@ def bound_bytes(bench, size, n):
     return 2 * size * n
 
 def placement_of(run, i):
-    """The placement class ("same L3", "apart", "n/a") the probe saw before row i of a run."""
+    """The placement class ("same L3", "apart", "sharing a CPU", "n/a") the probe saw before row
+    i of a run."""
     return (run["rows"][i].get("placement_ns") or {}).get("class", "n/a")
 
 def median_rows(runs, placement=None):

@@ -29,6 +29,7 @@ std::string joined(const std::vector<std::string>& parts) {
 
 const char* placementClass(double roundTripNs) {
   if (roundTripNs < 0) return "n/a";
+  if (roundTripNs >= 2000) return "sharing a CPU";  // a bounce waits for the scheduler
   return roundTripNs < 150 ? "same L3" : "apart";
 }
 

@@ -11,8 +11,10 @@
 
 namespace braid::bench {
 
-/// "same L3", "apart" or "n/a": the class a placement probe's round trip falls in (the boundary,
-/// 150 ns, lies between the two placements the 2-vCPU VM shows: ~60 ns and ~330 ns).
+/// "same L3", "apart", "sharing a CPU" or "n/a": the class a placement probe's round trip falls
+/// in. The boundary of the first two, 150 ns, lies between the two placements the 2-vCPU VM shows
+/// (~60 ns and ~330 ns); from 2 us the two ranks took turns on one CPU (threads of one process,
+/// or more ranks than cores: ~4 us here), which says nothing about their caches.
 const char* placementClass(double roundTripNs);
 
 /// The placement probe's view of the run (bench/perf/placement.h).

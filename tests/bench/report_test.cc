@@ -91,6 +91,7 @@ TEST(PerfReport, PlacementFiguresAndTheirClass) {
   EXPECT_EQ(doc["rows"][0]["placement_ns"]["after"], 330.0);
   EXPECT_TRUE(doc["rows"][1]["placement_ns"]["before"].is_null()) << "not measured: null";
   EXPECT_STREQ(placementClass(331), "apart");
+  EXPECT_STREQ(placementClass(3793), "sharing a CPU");
   EXPECT_STREQ(placementClass(-1), "n/a");
 }
 
