@@ -46,7 +46,10 @@ ResolvedOptions resolveOptions(const Options& o) {
   r.singleCopy = envInt("BRAID_SINGLE_COPY", 1) != 0;
   r.deterministic = o.deterministic || envInt("BRAID_DETERMINISTIC", 0) != 0;
   r.singleCopyBytes = envBytes("BRAID_SINGLE_COPY_BYTES").value_or(r.singleCopyBytes);
-  r.mappedCopyBytes = envBytes("BRAID_MAPPED_COPY_BYTES").value_or(r.mappedCopyBytes);
+  if (auto mapped = envBytes("BRAID_MAPPED_COPY_BYTES")) {
+    r.mappedCopyBytes = *mapped;
+    r.threadMappedCopyBytes = *mapped;
+  }
   r.pickChunk = envInt("BRAID_PICK_CHUNK", 0) != 0;
   return r;
 }

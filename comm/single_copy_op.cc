@@ -79,7 +79,9 @@ bool CommState::publishAndMap(const comm::ExecArgs& args, size_t count) {
       }
     }
   }
-  // All map every peer, or none uses the mapped form.
+  // All map every peer, or none uses the mapped form. Ranks that are all threads of this process
+  // agree without asking: every one of them has every address.
+  if (peersAreThreads()) return true;
   return allAgree(args, mapped);
 }
 
@@ -95,16 +97,11 @@ void CommState::runSingleCopy(const comm::ExecArgs& args, size_t count) {
 
 bool CommState::mappedCopyCandidate(Collective coll, size_t bytes) const {
   return singleCopy != nullptr && coll == Collective::kAllReduce && size > 1 &&
-         options.algorithm == Algorithm::kAuto && bytes >= options.mappedCopyBytes;
+         options.algorithm == Algorithm::kAuto &&
+         bytes >= (peersThreads ? options.threadMappedCopyBytes : options.mappedCopyBytes);
 }
 
-bool CommState::peersAreThreads() const {
-  if (!singleCopy) return false;
-  for (const comm::PeerBuffers& p : singleCopyPeers) {
-    if (!p.sameProcess) return false;
-  }
-  return true;
-}
+bool CommState::peersAreThreads() const { return singleCopy != nullptr && peersThreads; }
 
 bool CommState::runMappedCopy(const comm::ExecArgs& args, size_t count) {
   if (!publishAndMap(args, count)) return false;

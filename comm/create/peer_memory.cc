@@ -79,6 +79,8 @@ void testPeerMemory(CommState& state, const Plan& plan, transport::KeyValue& kv)
       if (!state.ownLease) state.ownLease = comm::BufferLease::of(state.jobId, rank);
     }
   }
+  state.peersThreads = true;
+  for (const comm::PeerBuffers& p : peers) state.peersThreads &= p.sameProcess;
   state.singleCopyPeers = std::move(peers);
   state.singleCopy = std::make_unique<comm::SingleCopy>();
   state.refreshTunerConfig();

@@ -87,6 +87,10 @@ struct ResolvedOptions {
   /// buffers are braid::memAlloc ones on every rank takes the mapped single copy (one pass, no
   /// slots), whatever auto chose; SIZE_MAX: never.
   size_t mappedCopyBytes = 256 << 10;
+  /// The same between ranks that are all threads of one process (any buffers): by default from
+  /// 16 KiB, where it measured faster than the ring in both placements (bench/RESULTS.md, "Ranks
+  /// as threads"); BRAID_MAPPED_COPY_BYTES sets both.
+  size_t threadMappedCopyBytes = 16 << 10;
 };
 
 /// Reads Options plus BRAID_* overrides; throws kInvalidUsage naming a bad value.
@@ -141,6 +145,7 @@ struct CommState {
   /// Where some peer is a thread of this process: this rank's buffers lent to them for each
   /// single copy (opened in publishAndMap, closed by runOp before it returns); else null.
   std::shared_ptr<comm::BufferLease> ownLease;
+  bool peersThreads = false;  ///< every peer is a thread of this process (peersAreThreads)
   transport::SharedMappings sharedMappings;  ///< peers' memAlloc buffers mapped here
   bool mappedCopyLogged = false;             ///< the first mapped single copy is logged (INFO)
   std::atomic<bool> aborted{false};

@@ -353,6 +353,31 @@ TEST_P(SingleCopyThreadsByAddress, EveryTypeOpCountAndPlacementMatchesTheReferen
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyThreadsByAddress, ::testing::Values(2, 3, 7));
 
+// Between threads it is chosen from 16 KiB by default (processes with memAlloc buffers: 256 KiB);
+// BRAID_MAPPED_COPY_BYTES moves both.
+TEST(SingleCopyThreadsThreshold, SixteenKiBByDefaultAndTheVariableMovesIt) {
+  Options options;
+  options.timeoutSeconds = 30;
+  auto errors = runRanks(2, options, [](Communicator& comm) {
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 16 << 10, false),
+              Algorithm::kSingleCopy);
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kAllReduce, (16 << 10) - 4, false),
+              Algorithm::kSingleCopy);
+  });
+  for (const auto& e : errors) EXPECT_EQ(errorText(e), "");
+  ::setenv("BRAID_MAPPED_COPY_BYTES", "1M", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("BRAID_MAPPED_COPY_BYTES"); }
+  } unset;
+  errors = runRanks(2, options, [](Communicator& comm) {
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kAllReduce, 512 << 10, false),
+              Algorithm::kSingleCopy);
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 1 << 20, false),
+              Algorithm::kSingleCopy);
+  });
+  for (const auto& e : errors) EXPECT_EQ(errorText(e), "");
+}
+
 // A rank (a thread) aborted in the middle of a large mapped single copy: its call returns only
 // once no peer thread touches its buffers any more (comm/exec/buffer_lease.h). After it returns it
 // overwrites its output with a marker, which must survive until its peer's call has returned too;
