@@ -286,6 +286,14 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
   // The mapped single copy where every rank's buffers are memAlloc ones (single_copy_op.cc):
   // whether to try is decided alike on every rank, from the op and the communicator alone.
   const bool tryMapped = !plan.isP2p && !singleCopied && mappedCopyCandidate(d.coll, plan.inBytes);
+  // Ranks that are all threads of this process: the other collectives by address too.
+  bool threadCopy = false;
+  if (peersThreads && !plan.isP2p && !singleCopied && !rankOrdered) {
+    size_t inCount, outCount;
+    comm::bufferCounts(d.coll, d.count, size, &inCount, &outCount);
+    threadCopy =
+        threadCopyCandidate(d.coll, std::max(inCount, outCount) * dataTypeSize(d.dtype));
+  }
 
   // A single copy lends this rank's buffers to the ranks of its process (publishAndMap opens the
   // lease): none may still touch them once this call returns, however it returns.
@@ -296,7 +304,7 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     }
   };
   std::optional<LeaseCloser> leaseCloser;
-  if (singleCopied || tryMapped) leaseCloser.emplace(LeaseCloser{*this});
+  if (singleCopied || tryMapped || threadCopy) leaseCloser.emplace(LeaseCloser{*this});
 
   recorder.started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
   if (board) board->started(d, plan.isP2p ? Algorithm::kAuto : plan.spec.family);
@@ -305,6 +313,11 @@ void CommState::runOp(const OpDesc& d, uint64_t ticket) {
     if (singleCopied) {
       runSingleCopy(args, d.count);
     } else if (tryMapped && runMappedCopy(args, d.count)) {
+      singleCopied = true;
+      recorder.ranAs(d, Algorithm::kSingleCopy);
+      if (board) board->ranAs(Algorithm::kSingleCopy);
+    } else if (threadCopy) {
+      runThreadCopy(d, args);
       singleCopied = true;
       recorder.ranAs(d, Algorithm::kSingleCopy);
       if (board) board->ranAs(Algorithm::kSingleCopy);
@@ -702,6 +715,7 @@ Algorithm Communicator::chosenAlgorithm(Collective coll, size_t bytes,
   if ((memAllocBuffers || state_->peersAreThreads()) && state_->mappedCopyCandidate(coll, bytes)) {
     return Algorithm::kSingleCopy;
   }
+  if (state_->threadCopyCandidate(coll, bytes)) return Algorithm::kSingleCopy;
   return chosenAlgorithm(coll, bytes);
 }
 

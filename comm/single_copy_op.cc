@@ -103,6 +103,39 @@ bool CommState::mappedCopyCandidate(Collective coll, size_t bytes) const {
 
 bool CommState::peersAreThreads() const { return singleCopy != nullptr && peersThreads; }
 
+bool CommState::threadCopyCandidate(Collective coll, size_t totalBytes) const {
+  // All-gather and broadcast by address are plain copies, which one core does alone (broadcast:
+  // only the receivers); the ring shares that work between the ranks' cores and measured as fast
+  // from 16 MiB and faster at 256 MiB (bench/RESULTS.md, "Ranks as threads"), so they stop below
+  // 8 MiB. Reduce-scatter by address won at every size.
+  constexpr size_t kCopiesUpTo = 8 << 20;
+  if (!peersAreThreads() || size < 2 || options.algorithm != Algorithm::kAuto ||
+      totalBytes < options.threadMappedCopyBytes) {
+    return false;
+  }
+  if (coll == Collective::kReduceScatter) return true;
+  return (coll == Collective::kAllGather || coll == Collective::kBroadcast) &&
+         totalBytes < kCopiesUpTo;
+}
+
+void CommState::runThreadCopy(const OpDesc& d, const comm::ExecArgs& args) {
+  publishAndMap(args, d.count);  // true between threads: every address is ours
+  switch (d.coll) {
+    case Collective::kAllGather:
+      singleCopy->allGatherFrom(executor->runner(), args, d.count, rank, singleCopyPeers);
+      return;
+    case Collective::kReduceScatter:
+      singleCopy->reduceScatterFrom(executor->runner(), args, d.count, rank, singleCopyPeers);
+      return;
+    case Collective::kBroadcast:
+      singleCopy->broadcastFrom(executor->runner(), args, d.count, d.root, rank, singleCopyPeers);
+      return;
+    default:
+      fail(ErrorCode::kInternal, "rank {}: {} has no copy by address", rank,
+           collectiveName(d.coll));
+  }
+}
+
 bool CommState::runMappedCopy(const comm::ExecArgs& args, size_t count) {
   if (!publishAndMap(args, count)) return false;
   if (!mappedCopyLogged) {

@@ -238,6 +238,12 @@ struct CommState {
   /// Whether every peer is a thread of this process (the mapped single copy needs no memAlloc
   /// buffers then: their addresses are ours).
   bool peersAreThreads() const;
+  /// Whether runOp runs an all-gather, reduce-scatter or broadcast of `totalBytes` (the larger
+  /// buffer's) by address between threads (runThreadCopy), decided alike on every rank.
+  bool threadCopyCandidate(Collective coll, size_t totalBytes) const;
+  /// That op but its completion exchange: the address exchange, then one pass reading the peers'
+  /// inputs (comm/exec/single_copy.h).
+  void runThreadCopy(const OpDesc& d, const comm::ExecArgs& args);
   /// The address exchange of both forms, the mapping of every peer's memAlloc buffers, and the
   /// agreement whether every rank mapped every peer's (comm/single_copy_op.cc).
   bool publishAndMap(const comm::ExecArgs& args, size_t count);

@@ -96,7 +96,63 @@ void readFrom(const ProgramRunner& runner, const ExecArgs& args, int q, const Pe
                        : "");
 }
 
+// Copies `bytes` in blocks, looking between them whether the call was aborted or a lender left.
+void copyBorrowed(const ProgramRunner& runner, const ExecArgs& args, const Borrowed& borrowed,
+                  char* into, const char* from, size_t bytes) {
+  constexpr size_t kCopyBlock = 1 << 20;
+  for (size_t off = 0; off < bytes; off += kCopyBlock) {
+    borrowed.check(runner, args);
+    kernels::copy(into + off, from + off, std::min(kCopyBlock, bytes - off));
+  }
+}
+
 }  // namespace
+
+void SingleCopy::allGatherFrom(const ProgramRunner& runner, const ExecArgs& args, size_t count,
+                               int rank, const std::vector<PeerBuffers>& peers) {
+  const int n = static_cast<int>(peers.size());
+  const size_t bytes = count * dataTypeSize(args.dtype);
+  char* out = peers[rank].mappedOutput;
+  const Borrowed borrowed(runner, args, rank, peers);
+  for (int k = 0; k < n; ++k) {
+    const int q = (rank + k) % n;  // ranks start at different sources
+    char* into = out + size_t(q) * bytes;
+    if (peers[q].mappedInput != into) {  // in place, this rank's block is its input
+      copyBorrowed(runner, args, borrowed, into, peers[q].mappedInput, bytes);
+    }
+  }
+}
+
+void SingleCopy::reduceScatterFrom(const ProgramRunner& runner, const ExecArgs& args,
+                                   size_t count, int rank, const std::vector<PeerBuffers>& peers) {
+  const int n = static_cast<int>(peers.size());
+  const size_t elem = dataTypeSize(args.dtype);
+  const size_t unit = std::max<size_t>(1, kLine / elem);
+  const size_t blockElems = std::max(unit, kMappedBlockBytes / elem / unit * unit);
+  const RedOp op = args.op == RedOp::kAvg ? RedOp::kSum : args.op;
+  const size_t base = size_t(rank) * count * elem;  // this rank's block of every input
+  char* out = peers[rank].mappedOutput;
+  std::vector<const void*> srcs(n);
+  const Borrowed borrowed(runner, args, rank, peers);
+  for (size_t b = 0; b < count; b += blockElems) {
+    borrowed.check(runner, args);
+    const size_t len = std::min(blockElems, count - b);
+    const size_t off = b * elem;
+    for (int q = 0; q < n; ++q) srcs[q] = peers[q].mappedInput + base + off;
+    kernels::reduceMany(out + off, srcs.data(), n, len, args.dtype, op);
+    if (args.op == RedOp::kAvg) kernels::divide(out + off, out + off, len, args.dtype, n);
+  }
+}
+
+void SingleCopy::broadcastFrom(const ProgramRunner& runner, const ExecArgs& args, size_t count,
+                               int root, int rank, const std::vector<PeerBuffers>& peers) {
+  const size_t bytes = count * dataTypeSize(args.dtype);
+  char* out = peers[rank].mappedOutput;
+  const Borrowed borrowed(runner, args, rank, peers);
+  if (peers[root].mappedInput != out) {
+    copyBorrowed(runner, args, borrowed, out, peers[root].mappedInput, bytes);
+  }
+}
 
 void SingleCopy::share(size_t count, size_t elemSize, int n, int r, size_t* lo, size_t* hi) {
   const size_t unit = std::max<size_t>(1, kLine / elemSize);

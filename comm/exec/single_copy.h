@@ -71,6 +71,19 @@ class SingleCopy {
   void reduceToAll(const ProgramRunner& runner, const ExecArgs& args, size_t count, int rank,
                    const std::vector<PeerBuffers>& peers);
 
+  /// Ranks that are all threads of one process (every peer's mappedInput is its input), one pass
+  /// each, reading peers' inputs only. All-gather: every rank's input (`count` elements) into
+  /// its block of this rank's output.
+  void allGatherFrom(const ProgramRunner& runner, const ExecArgs& args, size_t count, int rank,
+                     const std::vector<PeerBuffers>& peers);
+  /// Reduce-scatter: this rank's block (`count` elements) of every input, reduced in rank order,
+  /// into its output.
+  void reduceScatterFrom(const ProgramRunner& runner, const ExecArgs& args, size_t count,
+                         int rank, const std::vector<PeerBuffers>& peers);
+  /// Broadcast: the root's input (`count` elements) into this rank's output.
+  void broadcastFrom(const ProgramRunner& runner, const ExecArgs& args, size_t count, int root,
+                     int rank, const std::vector<PeerBuffers>& peers);
+
   /// The elements [lo, hi) of rank r's share: count split n ways at 64-byte boundaries.
   static void share(size_t count, size_t elemSize, int n, int r, size_t* lo, size_t* hi);
 

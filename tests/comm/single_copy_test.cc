@@ -321,8 +321,10 @@ TEST_P(SingleCopyMappedThreads, EveryTypeOpCountAndPlacementMatchesTheReference)
     // Ranks as threads need no memAlloc buffers: every address is theirs too.
     EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 4096, false),
               n > 1 ? Algorithm::kSingleCopy : planned);
-    EXPECT_NE(comm.chosenAlgorithm(Collective::kReduceScatter, 4096, true),
-              Algorithm::kSingleCopy);
+    // Between threads the other collectives go by address too (all-to-all does not).
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kReduceScatter, 4096, true),
+              n > 1 ? Algorithm::kSingleCopy : planned);
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kAllToAll, 4096, true), Algorithm::kSingleCopy);
     // Buffers of their own per case only up to 5 ranks: 16 map 15 peers' anew every case.
     for (const std::string& w : runMatrixShared(comm, matrix({1, 13, 1031, 65537}), n <= 5)) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -353,6 +355,38 @@ TEST_P(SingleCopyThreadsByAddress, EveryTypeOpCountAndPlacementMatchesTheReferen
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SingleCopyThreadsByAddress, ::testing::Values(2, 3, 7));
 
+// Ranks as threads: all-gather, reduce-scatter and broadcast by address too (each rank reads its
+// peers' inputs), from BRAID_MAPPED_COPY_BYTES (here 0), every dtype (x op), in place and out of
+// place, odd counts, every root.
+class ThreadCopyOthers : public ::testing::TestWithParam<int> {};
+
+TEST_P(ThreadCopyOthers, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const int n = GetParam();
+  ::setenv("BRAID_MAPPED_COPY_BYTES", "0", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("BRAID_MAPPED_COPY_BYTES"); }
+  } unset;
+  std::vector<CollectiveCase> cases;
+  for (DataType type : kAllTypes) {
+    for (size_t count : {size_t{1}, size_t{13}, size_t{1031}, size_t{65537}}) {
+      for (bool inPlace : {false, true}) {
+        cases.push_back({Collective::kAllGather, type, RedOp::kSum, count, inPlace, -1});
+        for (int root = 0; root < n; root += std::max(1, n - 1)) {
+          cases.push_back({Collective::kBroadcast, type, RedOp::kSum, count, inPlace, root});
+        }
+        for (RedOp op : kAllOps) {
+          cases.push_back({Collective::kReduceScatter, type, op, count, inPlace, -1});
+        }
+      }
+    }
+  }
+  Options options;
+  options.timeoutSeconds = 60;
+  runCasesOnThreads(n, [&](int) { return options; }, cases);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, ThreadCopyOthers, ::testing::Values(2, 3, 5));
+
 // Between threads it is chosen from 16 KiB by default (processes with memAlloc buffers: 256 KiB);
 // BRAID_MAPPED_COPY_BYTES moves both.
 TEST(SingleCopyThreadsThreshold, SixteenKiBByDefaultAndTheVariableMovesIt) {
@@ -362,6 +396,18 @@ TEST(SingleCopyThreadsThreshold, SixteenKiBByDefaultAndTheVariableMovesIt) {
     EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllReduce, 16 << 10, false),
               Algorithm::kSingleCopy);
     EXPECT_NE(comm.chosenAlgorithm(Collective::kAllReduce, (16 << 10) - 4, false),
+              Algorithm::kSingleCopy);
+    for (Collective coll :
+         {Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast}) {
+      EXPECT_EQ(comm.chosenAlgorithm(coll, 16 << 10, false), Algorithm::kSingleCopy);
+      EXPECT_NE(comm.chosenAlgorithm(coll, (16 << 10) - 4, false), Algorithm::kSingleCopy);
+    }
+    // The plain copies (all-gather, broadcast) only below 8 MiB; reduce-scatter at any size.
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kAllGather, (8 << 20) - 4, false),
+              Algorithm::kSingleCopy);
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kAllGather, 8 << 20, false), Algorithm::kSingleCopy);
+    EXPECT_NE(comm.chosenAlgorithm(Collective::kBroadcast, 8 << 20, false), Algorithm::kSingleCopy);
+    EXPECT_EQ(comm.chosenAlgorithm(Collective::kReduceScatter, 256 << 20, false),
               Algorithm::kSingleCopy);
   });
   for (const auto& e : errors) EXPECT_EQ(errorText(e), "");
