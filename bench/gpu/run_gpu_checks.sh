@@ -15,7 +15,7 @@
 #      all-to-all, gather and scatter too, each element against a single-process reference);
 #   6. the machine: nvidia-smi, ibv_devices, compilers;
 #   7. when the packed binaries include them: the trainer's CUDA layer checks (trainer_cuda_test),
-#      braid-train --device cuda (MLP and ResNet, 1 and 2 ranks) and PyTorch on the same ResNet
+#      braid-train --device cuda (MLP and ResNet, 1 and 2 ranks, fp32 and fp16) and PyTorch on the same ResNet
 #      (train_torch_reference.py), one at a time.
 # BRAID_GPU_QUICK=1 leaves out the full process table and the sanitizers; BRAID_GPU_ALL=1 adds
 # the 4-process table, alltoall_perf, the wait-kernel variants and memcheck over processes.
@@ -144,6 +144,23 @@ if [ -n "${BRAID_GPU_SKIP_TORCH:-}" ]; then :; else
   bg torch 300 bash -c torch_step
 fi
 
+# 7 (set up here; its steps below). The trainer's CUDA path, when its binaries are here.
+TRAIN=$(bin braid-train) TRAIN_TEST=$(bin trainer_cuda_test)
+DATA=${BRAID_GPU_DATA:-/usr/share/datasets/fashion-mnist}
+[ -z "${BRAID_GPU_DATA:-}" ] && [ -d "$BIN/../data" ] && DATA=$(cd "$BIN/../data" && pwd)
+if [ -n "$TRAIN" ] && [ -n "$TRAIN_TEST" ]; then
+  # cuBLAS and cuDNN from the machine's pip packages (PyTorch's); the Debian libraries packed
+  # beside the binaries only for the trainer's own processes.
+  NVLIBS=$(python3 -c 'import glob, os, nvidia
+print(":".join(sorted({os.path.dirname(p) for r in nvidia.__path__
+                       for p in glob.glob(os.path.join(r, "*", "lib", "lib*.so*"))})))' 2>/dev/null)
+  TLIBS=$(cd "$(dirname "$TRAIN")" && pwd)/trainer-libs
+  TENV=(env LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$TLIBS${NVLIBS:+:$NVLIBS}")
+  "${TENV[@]}" ldd "$TRAIN" "$TRAIN_TEST" >"$OUT/trainer-ldd.log" 2>&1
+  T=("${TENV[@]}" "$TRAIN" --device cuda --data "$DATA")
+  RESNET=(--model resnet --optimizer sgd --lr 0.05 --batch 128)
+fi
+
 # 1. Correctness, concurrently (they share the GPU; no timing here).
 bg cpu-tests 60 "$CPU_TEST"
 bg gpu-tests 100 env BRAID_CUDA_WAIT=auto "$GPU_TEST" ${BRAID_GPU_TEST_FILTER:+--gtest_filter="$BRAID_GPU_TEST_FILTER"}
@@ -167,20 +184,45 @@ bg kernels-validate-all 60 "$KBENCH" --bytes 16M --iters 3 --types all --ops all
 # 5 (the NCCL API on device buffers): every collective (all-to-all, gather, scatter too),
 # send/recv, PreMulSum, 2 ranks on the GPU.
 bg nccl-device 90 "$(bin nccl_device_test)"
+# 7's layer, step and gradient-sync checks.
+[ -n "$TRAIN" ] && [ -n "$TRAIN_TEST" ] && bg trainer-cuda-test 90 "${TENV[@]}" "$TRAIN_TEST"
 wait_fg() { while [ "$(jobs -r | wc -l)" -gt "$1" ]; do sleep 1; done; }
 wait_fg 1   # all but the torch build
 
 # 3. Timings, one at a time. Ranks as threads of one process (one CUDA context) first, then as
 # processes (a context each, which the GPU time-slices), once with every kernel loaded eagerly.
 step kernels-256M 30 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --ops sum
+# 7. The trainer's CUDA path: braid-train and PyTorch on the same model, batch and precision, one
+# at a time (epoch 2 of the ResNet is the steady state to hold against PyTorch's timed steps).
+# Before the collective timings: it has never run on a GPU, they have.
+if [ -n "$TRAIN" ] && [ -n "$TRAIN_TEST" ]; then
+  TORCH_REF=(python3 "$SRC/bench/gpu/train_torch_reference.py" --device cuda "${RESNET[@]}"
+    --steps 500 --timing-warmup 50 --epochs 1 --data "$DATA")
+  step train-mlp-1rank 30 "${T[@]}" --model mlp --optimizer adam --epochs 1 --log "$OUT/mlp-1rank.json"
+  step train-resnet-1rank 60 "${T[@]}" "${RESNET[@]}" --epochs 2 --log "$OUT/resnet-1rank.json"
+  step torch-resnet-fp32 60 "${TORCH_REF[@]}" --precision fp32
+  step train-resnet-1rank-fp16 45 "${T[@]}" "${RESNET[@]}" --precision fp16 --epochs 2 \
+    --log "$OUT/resnet-1rank-fp16.json"
+  step torch-resnet-fp16 60 "${TORCH_REF[@]}" --precision fp16
+  step train-resnet-2ranks 60 "$BRAIDRUN" -n 2 "${T[@]}" "${RESNET[@]}" --epochs 1 \
+    --log "$OUT/resnet-2ranks.json"
+  # The same through the executor engine (its hang with the launch engine: bench/RESULTS.md).
+  step train-resnet-2ranks-executor 90 env BRAID_CUDA_ENGINE=executor "$BRAIDRUN" -n 2 "${T[@]}" \
+    "${RESNET[@]}" --epochs 1 --log "$OUT/resnet-2ranks-executor.json"
+fi
+
 THREADS_BENCH=$(bin gpu_device_threads_bench)
 step threads-all_reduce-2ranks 30 "$THREADS_BENCH" --ranks 2 --min 8 --max 1G --factor 4
 step threads-all_reduce-4ranks 30 "$THREADS_BENCH" --ranks 4 --min 8 --max 256M --factor 4
+# The executor kernel's engine (BRAID_CUDA_ENGINE=executor, opt-in) in the same run.
+step threads-all_reduce-2ranks-executor 30 env BRAID_CUDA_ENGINE=executor "$THREADS_BENCH" \
+  --ranks 2 --min 8 --max 1G --factor 4
 # The same through the one driver's thread ranks (nccl-tests' -t; never run on a GPU before).
 step all_reduce_perf-t2 30 "$PERF" -t 2 --device cuda -b 8 -e 1G -f 4
 step all_reduce_perf-t4 30 "$PERF" -t 4 --device cuda -b 8 -e 256M -f 4
 step all_reduce_perf-2ranks-eager 20 env CUDA_MODULE_LOADING=EAGER "$BRAIDRUN" -n 2 "$PERF" \
   --device cuda -b 8 -e 8M -f 32 -w 2 -n 10
+step all_reduce_perf-2ranks-quick 30 "$BRAIDRUN" -n 2 "$PERF" --device cuda -b 8 -e 64M -f 8 -w 2 -n 10
 if [ -z "${BRAID_GPU_QUICK:-}" ]; then
   step all_reduce_perf-2ranks 40 "$BRAIDRUN" -n 2 "$PERF" --device cuda -b 8 -e 1G -f 4
 fi
@@ -202,31 +244,6 @@ if [ -n "${BRAID_GPU_ALL:-}" ]; then
     "$PERF" --device cuda -b 8 -e 4M -f 8 -n 2 -w 1
 fi
 
-# 7. The trainer's CUDA path (when its binaries are here): its layer, step and gradient-sync
-# checks, then braid-train and PyTorch on the same model, batch and precision, one at a time
-# (epoch 2 of the ResNet is the steady state to hold against PyTorch's timed steps).
-TRAIN=$(bin braid-train) TRAIN_TEST=$(bin trainer_cuda_test)
-DATA=${BRAID_GPU_DATA:-/usr/share/datasets/fashion-mnist}
-[ -z "${BRAID_GPU_DATA:-}" ] && [ -d "$BIN/../data" ] && DATA=$(cd "$BIN/../data" && pwd)
-if [ -n "$TRAIN" ] && [ -n "$TRAIN_TEST" ]; then
-  # cuBLAS and cuDNN from the machine's pip packages (PyTorch's); the Debian libraries packed
-  # beside the binaries only for the trainer's own processes.
-  NVLIBS=$(python3 -c 'import glob, os, nvidia
-print(":".join(sorted({os.path.dirname(p) for r in nvidia.__path__
-                       for p in glob.glob(os.path.join(r, "*", "lib", "lib*.so*"))})))' 2>/dev/null)
-  TLIBS=$(cd "$(dirname "$TRAIN")" && pwd)/trainer-libs
-  TENV=(env LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$TLIBS${NVLIBS:+:$NVLIBS}")
-  "${TENV[@]}" ldd "$TRAIN" "$TRAIN_TEST" >"$OUT/trainer-ldd.log" 2>&1
-  T=("${TENV[@]}" "$TRAIN" --device cuda --data "$DATA")
-  RESNET=(--model resnet --optimizer sgd --lr 0.05 --batch 128)
-  step trainer-cuda-test 90 "${TENV[@]}" "$TRAIN_TEST"
-  step train-mlp-1rank 30 "${T[@]}" --model mlp --optimizer adam --epochs 1 --log "$OUT/mlp-1rank.json"
-  step train-resnet-1rank 60 "${T[@]}" "${RESNET[@]}" --epochs 2 --log "$OUT/resnet-1rank.json"
-  step torch-resnet-fp32 60 python3 "$SRC/bench/gpu/train_torch_reference.py" --device cuda \
-    "${RESNET[@]}" --precision fp32 --steps 500 --timing-warmup 50 --epochs 1 --data "$DATA"
-  step train-resnet-2ranks 60 "$BRAIDRUN" -n 2 "${T[@]}" "${RESNET[@]}" --epochs 1 \
-    --log "$OUT/resnet-2ranks.json"
-fi
 wait
 # The background steps' failures were recorded in their subshells: read them from steps.log.
 mapfile -t failed < <(grep -v ': rc 0,' "$OUT/steps.log" | sed 's/^=== //; s/,.*//')

@@ -30,6 +30,9 @@ class CompletionFlag {
   uint32_t value() const;
   /// True once a wait kernel stopped waiting at its bound (the stream then ran on unsynchronised).
   bool waitGaveUp() const;
+  /// The flag's device address: [0] the counter, [1] set by a kernel that gave up waiting (the
+  /// executor kernel waits for the counter itself).
+  uint32_t* deviceWords() const { return words_.device(0); }
   /// Which wait enqueueWait uses: "driver" or "kernel".
   const char* mode() const { return useDriver_ ? "driver" : "kernel"; }
 

@@ -21,8 +21,7 @@ cudaStream_t asStream(void* s) { return static_cast<cudaStream_t>(s); }
 }  // namespace
 
 CudaPieces::CudaPieces(int rank, void* stream, double timeoutSeconds)
-    : PieceEngine(true),
-      rank_(rank),
+    : rank_(rank),
       stream_(stream),
       timeoutSeconds_(timeoutSeconds),
       done_(rank, 1, "the stream signal") {}

@@ -9,12 +9,12 @@
 #include <atomic>
 
 #include "comm/device/host_words.h"
-#include "comm/engine/program_runner.h"
+#include "comm/device/device_pieces.h"
 
 namespace braid::comm::device {
 
 /// Launches each piece's kernels; finish() enqueues a signal and waits for it.
-class CudaPieces final : public PieceEngine {
+class CudaPieces final : public DevicePieces {
  public:
   /// `stream`: the internal cudaStream_t (as void*); the calling thread's current device is the
   /// communicator's. `timeoutSeconds` bounds abandon()'s wait.
@@ -26,9 +26,6 @@ class CudaPieces final : public PieceEngine {
   void move(const Piece& piece, const ExecArgs& args) override;
   void finish(ProgramRunner& runner, const ExecArgs& args) override;
   void abandon() override;
-  const char* where() const override { return " on the device"; }
-  /// The runner whose what() names the op in launch errors.
-  void attach(const ProgramRunner* runner) { runner_ = runner; }
 
  private:
   void launched(int err, const char* kernel, const ExecArgs& args) const;
@@ -42,7 +39,6 @@ class CudaPieces final : public PieceEngine {
   double timeoutSeconds_;
   HostWords done_;        // [0]: the last signal the internal stream reached
   uint32_t sent_ = 0;     // the last signal enqueued
-  const ProgramRunner* runner_ = nullptr;
 };
 
 }  // namespace braid::comm::device

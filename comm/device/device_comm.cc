@@ -15,6 +15,7 @@
 #include "comm/detail/state.h"
 #include "comm/device/cuda_pieces.h"
 #include "comm/device/device_medium.h"
+#include "comm/device/kernel_pieces.h"
 #include "comm/device/gather_kv.h"
 #include "common/env.h"
 #include "common/log.h"
@@ -86,7 +87,7 @@ struct DeviceCommState {
 void DeviceCommState::enqueue(const comm::OpDesc& desc, CudaStream userStream) {
   core->submitTicketed(desc, [&] {
     DeviceGuard guard(device, core->rank);
-    return medium->admit(userStream.handle);
+    return medium->admit(userStream.handle, desc.dtype, desc.op);
   });
 }
 
@@ -134,7 +135,7 @@ DeviceCommunicator DeviceCommunicator::create(Communicator& host, int device,
 
   auto st = std::make_shared<DeviceCommState>();
   st->device = device;
-  auto medium = std::make_unique<DeviceMedium>(rank, device, resolved.timeoutSeconds);
+  auto medium = std::make_unique<DeviceMedium>(rank, device, size, resolved.timeoutSeconds);
   st->medium = medium.get();
   st->core = CommState::make(rank, size, resolved, std::move(medium));
   CommState& core = *st->core;
@@ -153,9 +154,17 @@ DeviceCommunicator DeviceCommunicator::create(Communicator& host, int device,
   config.timeoutSeconds = resolved.timeoutSeconds;
   config.device = device;
   comm::device::GatherKeyValue kv(host);
-  auto pieces = std::make_unique<comm::device::CudaPieces>(rank, st->medium->stream(),
-                                                           resolved.timeoutSeconds);
-  comm::device::CudaPieces* rawPieces = pieces.get();
+  // The launching engine (the default), or with BRAID_CUDA_ENGINE=executor the executor kernel's
+  // (the caller launches one kernel per op, the progress thread only posts; device_medium.h).
+  std::unique_ptr<comm::device::DevicePieces> pieces;
+  if (st->medium->executor()) {
+    pieces = std::make_unique<comm::device::KernelPieces>(
+        rank, st->medium->ring(), st->medium->executorBlocks(), resolved.timeoutSeconds);
+  } else {
+    pieces = std::make_unique<comm::device::CudaPieces>(rank, st->medium->stream(),
+                                                        resolved.timeoutSeconds);
+  }
+  comm::device::DevicePieces* rawPieces = pieces.get();
   core.start(transport::connect(config, kv), std::move(pieces),
              /*oversubscribed=*/true);
   rawPieces->attach(&core.executor->runner());

@@ -7,8 +7,11 @@
 
 #include "comm/device/op.h"
 #include "comm/device/pointer.h"
+#include "common/env.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/executor.h"
 
 namespace braid::comm::device {
 namespace {
@@ -22,8 +25,11 @@ void checkCuda(cudaError_t err, int rank, const char* call) {
 
 }  // namespace
 
-DeviceMedium::DeviceMedium(int rank, int device, double timeoutSeconds)
+DeviceMedium::DeviceMedium(int rank, int device, int ranks, double timeoutSeconds)
     : rank_(rank), device_(device), timeoutSeconds_(timeoutSeconds) {
+  const std::string engine = envString("BRAID_CUDA_ENGINE").value_or("launch");
+  BRAID_ENFORCE(engine == "executor" || engine == "launch", ErrorCode::kInvalidUsage,
+                "BRAID_CUDA_ENGINE='{}': expected executor or launch", engine);
   try {
     // Every kernel the progress thread may launch is loaded before any stream waits for it
     // (kernels/cuda/cuda_kernels.h: a lazy load at first launch would wait for that stream).
@@ -35,6 +41,23 @@ DeviceMedium::DeviceMedium(int rank, int device, double timeoutSeconds)
     checkCuda(cudaMalloc(&scratch_, 256), rank, "cudaMalloc(scratch)");
     flag_ = std::make_unique<CompletionFlag>(rank);
     ready_ = std::make_unique<HostWords>(rank, kReadyWords, "the ready words");
+    if (engine == "executor") {
+      checkCuda(static_cast<cudaError_t>(kernels::cuda::loadExecutor()), rank,
+                "loading the executor kernel");
+      ring_ = std::make_unique<ExecRing>(rank, kReadyWords);
+      // Every rank's executor must have a block on the GPU at once (a collective needs them
+      // all), and one rank may have two ops' executors running (two streams): so at most
+      // SMs / (2 x ranks) blocks each, when a block takes a whole multiprocessor.
+      int sms = 1;
+      checkCuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), rank,
+                "cudaDeviceGetAttribute(multiprocessors)");
+      const int fromEnv = int(envInt("BRAID_CUDA_BLOCKS").value_or(0));
+      BRAID_ENFORCE(fromEnv >= 0 && fromEnv <= 4 * sms, ErrorCode::kInvalidUsage,
+                    "BRAID_CUDA_BLOCKS={}: expected 1 to {} (0: automatic)", fromEnv, 4 * sms);
+      blocks_ = unsigned(fromEnv > 0 ? fromEnv : std::max(1, sms / (2 * std::max(1, ranks))));
+      BRAID_INFO("rank {}: device collectives run in an executor kernel of {} blocks", rank,
+                 blocks_);
+    }
     freeWords_.reserve(kReadyWords);
     for (size_t i = kReadyWords; i-- > 0;) freeWords_.push_back(uint32_t(i));
   } catch (...) {
@@ -48,6 +71,16 @@ DeviceMedium::~DeviceMedium() {
   int previous = -1;
   if (cudaGetDevice(&previous) != cudaSuccess) previous = -1;
   cudaSetDevice(device_);
+  if (ring_ != nullptr) {
+    // Executors of ops that ended may still be leaving (they read the flag, the ring and their
+    // ready word): wait for them, bounded, before that memory goes.
+    const Deadline deadline = Deadline::after(timeoutSeconds_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (uint32_t w : pendingWords_) {
+      while (!wordFree(w) && !deadline.expired()) std::this_thread::yield();
+    }
+  }
+  ring_.reset();
   ready_.reset();
   cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   cudaFree(scratch_);
@@ -62,7 +95,12 @@ void DeviceMedium::checkBuffers(const OpDesc& d, size_t inBytes, size_t outBytes
 
 void DeviceMedium::progressThreadStarted() { cudaSetDevice(device_); }
 
-uint64_t DeviceMedium::admit(void* userStream) {
+bool DeviceMedium::wordFree(uint32_t word) const {
+  const uint32_t v = ready_->load(word);
+  return ring_ != nullptr ? v == kernels::cuda::kExecExited : v != 0;
+}
+
+uint64_t DeviceMedium::admit(void* userStream, DataType type, RedOp op) {
   std::lock_guard<std::mutex> lock(mutex_);
   BRAID_ENFORCE(!freeWords_.empty(), ErrorCode::kInvalidUsage,
                 "rank {}: device communicator: {} collectives in flight, the most one "
@@ -70,27 +108,49 @@ uint64_t DeviceMedium::admit(void* userStream) {
                 rank_, kReadyWords);
   const uint32_t word = freeWords_.back();
   const uint64_t ticket = admitted_ + 1;
-  // The caller's stream: first "my earlier work is done" (the ready word), then wait for the op.
   ready_->store(word, 0);
-  checkCuda(static_cast<cudaError_t>(ready_->signal(userStream, word, 1)), rank_,
-            "launching the ready signal on the caller's stream");
-  // Generous bound for a wait kernel: the progress side publishes within its own timeout.
-  flag_->enqueueWait(userStream, uint32_t(ticket), 2 * timeoutSeconds_ + 10);
+  // Generous bound for the waits on the device: the progress side ends every op within its own
+  // timeout, so this only catches a progress side that is itself stuck.
+  const double bound = 2 * timeoutSeconds_ + 10;
+  if (ring_ != nullptr) {
+    // The op's executor on the caller's stream: it starts after the caller's earlier work,
+    // carries out the op's commands, and ends with the op.
+    const kernels::cuda::ExecParams params =
+        ring_->params(ticket, type, op, ready_->device(word), flag_->deviceWords(), word,
+                      static_cast<uint64_t>(bound * 1e9));
+    checkCuda(static_cast<cudaError_t>(
+                  kernels::cuda::launchExecutor(params, blocks_, type, op, userStream)),
+              rank_, "launching the executor kernel on the caller's stream");
+  } else {
+    // The caller's stream: first "my earlier work is done" (the ready word), then wait for the op.
+    checkCuda(static_cast<cudaError_t>(ready_->signal(userStream, word, 1)), rank_,
+              "launching the ready signal on the caller's stream");
+    flag_->enqueueWait(userStream, uint32_t(ticket), bound);
+  }
   freeWords_.pop_back();
   admitted_ = ticket;
-  wordOf_.push_back(word);
+  admittedOps_.push_back({int64_t(word), type, op});
   return ticket;
 }
 
 void DeviceMedium::beforeRun(uint64_t ticket, const std::atomic<bool>& aborted) {
   size_t word;
+  DataType type;
+  RedOp op;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    word = size_t(wordOf_.at(ticket - firstTicket_));
+    const Admitted& a = admittedOps_.at(ticket - firstTicket_);
+    word = size_t(a.word);
+    type = a.type;
+    op = a.op;
   }
   // The caller's preceding work is not ours to bound; wait for it while watching abort().
   for (int round = 0;; ++round) {
-    if (ready_->load(word) != 0) return;
+    if (ready_->load(word) != 0) {
+      // The executor runs: the op's commands follow (of its type and op, or bytes).
+      if (ring_ != nullptr) ring_->beginOp(ticket, type, op);
+      return;
+    }
     if (aborted.load()) {
       fail(ErrorCode::kAborted, "rank {}: aborted while waiting for the caller's stream", rank_);
     }
@@ -100,17 +160,17 @@ void DeviceMedium::beforeRun(uint64_t ticket, const std::atomic<bool>& aborted) 
 
 void DeviceMedium::finished(uint64_t ticket) {
   std::lock_guard<std::mutex> lock(mutex_);
-  int64_t& word = wordOf_.at(ticket - firstTicket_);
-  // The word is free again once its signal ran: an op that never ran (failed before it) may
-  // still have its signal queued on the caller's stream, behind this very flag.
+  int64_t& word = admittedOps_.at(ticket - firstTicket_).word;
+  // The word is free again once its signal ran, or its executor left: an op that never ran
+  // (failed before it) may still have its signal or executor queued on the caller's stream.
   if (word >= 0) pendingWords_.push_back(uint32_t(word));
   word = -1;
-  while (!wordOf_.empty() && wordOf_.front() < 0) {
-    wordOf_.pop_front();
+  while (!admittedOps_.empty() && admittedOps_.front().word < 0) {
+    admittedOps_.pop_front();
     ++firstTicket_;
   }
   for (size_t i = 0; i < pendingWords_.size();) {
-    if (ready_->load(pendingWords_[i]) != 0) {
+    if (wordFree(pendingWords_[i])) {
       freeWords_.push_back(pendingWords_[i]);
       pendingWords_[i] = pendingWords_.back();
       pendingWords_.pop_back();
@@ -118,8 +178,8 @@ void DeviceMedium::finished(uint64_t ticket) {
       ++i;
     }
   }
-  // The engine left the internal stream idle (a run ends after its last signal, a failed one
-  // after abandon()), so nothing of these ops runs after the release.
+  // The engine left nothing of these ops running (a run ends after its last signal or command,
+  // a failed one after abandon()), so nothing of them runs after the release.
   flag_->publish(uint32_t(order_.finish(ticket)));
   finishedCv_.notify_all();
 }

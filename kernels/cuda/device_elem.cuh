@@ -86,14 +86,7 @@ union Vec {
   S e[kN];
 };
 
-/// A 16-byte load through the read-only path. Safe for slots a peer's kernel filled: a slot is
-/// read only by a kernel launched after the filling kernel finished (host-ordered), and caches
-/// are coherent across kernel boundaries.
-__device__ __forceinline__ uint4 loadVec(const void* p) {
-  return __ldg(static_cast<const uint4*>(p));
-}
-
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+__host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 [[noreturn]] inline void badArgument(const char* what, const std::string& detail) {
   throw std::invalid_argument(std::string("braid::kernels::cuda::") + what + ": " + detail);

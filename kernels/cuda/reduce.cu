@@ -1,10 +1,9 @@
-// reduceCopyAsync, divideAsync and copyAsync: two-input element kernels with 16-byte vector
-// access, kUnroll vectors of each operand in flight per thread, and a scalar path for unaligned
-// pointers and tails.
+// reduceCopyAsync, divideAsync and copyAsync: one kernel per call, each running its loop of
+// element_loops.cuh over the whole grid.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_kernels.h"
-#include "kernels/cuda/device_elem.cuh"
+#include "kernels/cuda/element_loops.cuh"
 
 namespace braid::kernels::cuda {
 namespace detail {
@@ -15,40 +14,9 @@ __global__ void __launch_bounds__(kThreads)
     reduceCopyKernel(typename Traits<T>::S* dst0, typename Traits<T>::S* dst1,
                      const typename Traits<T>::S* a, const typename Traits<T>::S* b, size_t count,
                      uint64_t divisor, bool vectorOk) {
-  using S = typename Traits<T>::S;
-  using V = Vec<S>;
-  const size_t tid = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  const size_t nvec = vectorOk ? count / V::kN : 0;
-  // Each thread handles kUnroll vectors per round, `stride` apart (coalesced per unroll step);
-  // all loads are issued before any arithmetic so kUnroll * 2 loads are in flight.
-  for (size_t base = tid; base < nvec; base += stride * kUnroll) {
-    V va[kUnroll], vb[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const size_t i = base + u * stride;
-      if (i < nvec) {
-        va[u].raw = loadVec(a + i * V::kN);
-        vb[u].raw = loadVec(b + i * V::kN);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const size_t i = base + u * stride;
-      if (i < nvec) {
-        V r;
-#pragma unroll
-        for (int k = 0; k < V::kN; ++k) r.e[k] = reduceElem<T, Op>(va[u].e[k], vb[u].e[k], divisor);
-        reinterpret_cast<uint4*>(dst0)[i] = r.raw;
-        if (dst1 != nullptr) reinterpret_cast<uint4*>(dst1)[i] = r.raw;
-      }
-    }
-  }
-  for (size_t i = nvec * V::kN + tid; i < count; i += stride) {
-    const S r = reduceElem<T, Op>(a[i], b[i], divisor);
-    dst0[i] = r;
-    if (dst1 != nullptr) dst1[i] = r;
-  }
+  reduceCopyLoop<T, Op, ReadOnlyLoads>(dst0, dst1, a, b, count, divisor, vectorOk,
+                                       blockIdx.x * size_t(blockDim.x) + threadIdx.x,
+                                       size_t(gridDim.x) * blockDim.x);
 }
 
 struct ReduceCopy {
@@ -69,10 +37,9 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     divideKernel(typename Traits<T>::S* dst, const typename Traits<T>::S* src, size_t count,
                  uint64_t divisor) {
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += stride) {
-    dst[i] = divideElem<T>(src[i], divisor);
-  }
+  divideLoop<T, ReadOnlyLoads>(dst, src, count, divisor,
+                               blockIdx.x * size_t(blockDim.x) + threadIdx.x,
+                               size_t(gridDim.x) * blockDim.x);
 }
 
 struct Divide {
@@ -90,30 +57,9 @@ struct Divide {
 
 __global__ void __launch_bounds__(kThreads)
     copy2Kernel(char* dst0, char* dst1, const char* src, size_t bytes, bool vectorOk) {
-  const size_t tid = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  const size_t nvec = vectorOk ? bytes / 16 : 0;
-  for (size_t base = tid; base < nvec; base += stride * kUnroll) {
-    uint4 v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const size_t i = base + u * stride;
-      if (i < nvec) v[u] = loadVec(src + i * 16);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const size_t i = base + u * stride;
-      if (i < nvec) {
-        reinterpret_cast<uint4*>(dst0)[i] = v[u];
-        if (dst1 != nullptr) reinterpret_cast<uint4*>(dst1)[i] = v[u];
-      }
-    }
-  }
-  for (size_t i = nvec * 16 + tid; i < bytes; i += stride) {
-    const char c = src[i];
-    dst0[i] = c;
-    if (dst1 != nullptr) dst1[i] = c;
-  }
+  copyLoop<ReadOnlyLoads>(dst0, dst1, src, bytes, vectorOk,
+                          blockIdx.x * size_t(blockDim.x) + threadIdx.x,
+                          size_t(gridDim.x) * blockDim.x);
 }
 
 // Loads (cudaFuncGetAttributes forces a lazy load) each kernel of this file for <T, Op>.

@@ -71,6 +71,32 @@ INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, DeviceThreads,
                                   algorithmName(info.param.algo);
                          });
 
+// The same through the executor kernel (BRAID_CUDA_ENGINE=executor, comm/device/README.md): every
+// collective, type and op, broadcast and reduce with their one-byte completion exchange too.
+class DeviceThreadsExecutor : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeviceThreadsExecutor, EveryCollectiveTypeAndOpMatchesTheReference) {
+  BRAID_REQUIRE_GPU();
+  const Case c = GetParam();
+  ASSERT_EQ(setenv("BRAID_CUDA_ENGINE", "executor", 1), 0);
+  runDeviceRanks(c.ranks, c.algo, [&](DeviceCommunicator& dc) {
+    std::string err = cudatest::checkDeviceCollectives(dc, {1, 1001}, true, c.algo);
+    err += cudatest::checkDeviceCollectives(dc, {300007}, false, c.algo);
+    err += cudatest::checkDeviceExchanges(dc, Algorithm::kAuto);
+    EXPECT_EQ(err, "");
+  });
+  unsetenv("BRAID_CUDA_ENGINE");
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndAlgorithms, DeviceThreadsExecutor,
+                         ::testing::Values(Case{1, Algorithm::kAuto}, Case{2, Algorithm::kRing},
+                                           Case{3, Algorithm::kOneShot},
+                                           Case{4, Algorithm::kAuto}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::to_string(info.param.ranks) + "ranks_" +
+                                  algorithmName(info.param.algo);
+                         });
+
 // All-to-all (both schedules), allToAllv, gather and scatter on device buffers.
 class DeviceExchanges : public ::testing::TestWithParam<Case> {};
 

@@ -151,8 +151,10 @@ TEST(DeviceGradSyncFp16, OverflowSkipsOnEveryRankAndHalvesTheScale) {
   for (int r = 0; r < kRanks; ++r) {
     const std::string at = "rank " + std::to_string(r);
     ASSERT_EQ(outcome[r].gradsAfterSane.size(), n);
+    // fp16 gradients against float32 by norm: 3% apart is what half GEMM operands give at this
+    // batch (model_step_gpu_test.cc says why); the all-reduce in half adds ~5e-4.
     EXPECT_EQ(gputest::compareNorm(at + " gradients", avg.data(), outcome[r].gradsAfterSane.data(),
-                                   n, 1e-2),
+                                   n, 5e-2),
               "");
     EXPECT_EQ(gputest::compareNorm(at + " parameters", cpu->store.params(),
                                    outcome[r].paramsAfterSane.data(), n, 1e-3),

@@ -144,24 +144,31 @@ TEST(DeviceModelStep, ResNetAdam) {
   checkSteps({"resnet", OptimizerKind::kAdam, 8, 1e-3, 3e-3});
 }
 
-// fp16 against float32: half operands round to ~5e-4 relative; through a few layers the
-// gradients' norms agree within about 1e-2, SGD's parameters (mostly unchanged by one step) far
-// closer. Adam's first steps move each parameter by about lr x sign(g): where half flips the
-// sign of a near-zero gradient that parameter is 2e-3 off, against parameters of ~0.02 (the
-// MLP's initialisation), so a few percent of flips shows as ~1e-2 of the norm.
+// fp16 against float32, by norms. Half operands round to ~5e-4 relative, but a gradient is a sum
+// over the batch whose terms largely cancel, so its error relative to its own size is far larger:
+// the same MLP's gradients with half-rounded GEMM operands (as here and under PyTorch's autocast)
+// against float64, emulated in NumPy at batch 16, differ by 3.2% of their norm. The ResNet's
+// batch norms subtract each channel's mean from convolution outputs rounded to half, which
+// multiplies that rounding by mean / std: on an H200 (2026-11-27) its gradients differed from the
+// CPU's by 4.0% at step 0 and 10.6% at step 1 (after an SGD step from those gradients), while
+// training to the same test accuracy as float32 (bench/RESULTS.md). SGD's parameters, mostly
+// unchanged by one step, agree far closer. Adam's first steps move each parameter by about
+// lr x sign(g): where half flips the sign of a near-zero gradient that parameter is 2e-3 off,
+// against parameters of ~0.02 (the MLP's initialisation), so a few percent of flips shows as ~1e-2
+// of the norm, and step 1's gradients (from those parameters) differ by more.
 TEST(DeviceModelStepFp16, MlpSgd) {
   BRAID_REQUIRE_TRAINER_GPU();
-  checkSteps({"mlp", OptimizerKind::kSgd, 16, 1e-2, 2e-3, true});
+  checkSteps({"mlp", OptimizerKind::kSgd, 16, 5e-2, 2e-3, true});
 }
 
 TEST(DeviceModelStepFp16, MlpAdam) {
   BRAID_REQUIRE_TRAINER_GPU();
-  checkSteps({"mlp", OptimizerKind::kAdam, 16, 1e-2, 3e-2, true});
+  checkSteps({"mlp", OptimizerKind::kAdam, 16, 5e-2, 3e-2, true});
 }
 
 TEST(DeviceModelStepFp16, ResNetSgd) {
   BRAID_REQUIRE_TRAINER_GPU();
-  checkSteps({"resnet", OptimizerKind::kSgd, 8, 3e-2, 2e-3, true});
+  checkSteps({"resnet", OptimizerKind::kSgd, 8, 0.15, 2e-3, true});
 }
 
 }  // namespace
