@@ -22,7 +22,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WITH_CUDA=ON 
   -DBRAID_WITH_HWLOC=OFF -DBRAID_WITH_TORCH=OFF -DBRAID_WITH_TORCH2=OFF -DBRAID_WITH_FUZZ=OFF \
   -DBRAID_WITH_TRAINER=$([ "$TRAINER" = 1 ] && echo ON || echo OFF) >/dev/null
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf alltoall_perf braidrun nccl_device_test gpu_device_threads_bench)
+  all_reduce_perf alltoall_perf braidrun nccl_device_test gpu_device_threads_bench gpu_bus_latency)
 [ "$TRAINER" = 1 ] && TARGETS+=(braid-train trainer_cuda_test)
 cmake --build "$BUILD" --target "${TARGETS[@]}"
 rm -rf "$DEST/bin" "$DEST/deps" "$DEST/data" "$DEST/pack.tar.xz"

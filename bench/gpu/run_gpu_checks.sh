@@ -41,7 +41,7 @@ failed=()
 SRC=$(pwd)
 
 TARGETS=(cuda_cpu_test cuda_gpu_test cuda_proc_test conformance_test gpu_kernels_bench
-  all_reduce_perf alltoall_perf braidrun nccl_device_test gpu_device_threads_bench)
+  all_reduce_perf alltoall_perf braidrun nccl_device_test gpu_device_threads_bench gpu_bus_latency)
 if [ -x "$BIN/cuda_gpu_test" ]; then
   export LD_LIBRARY_PATH="$(cd "$BIN" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
@@ -192,6 +192,8 @@ wait_fg 1   # all but the torch build
 # 3. Timings, one at a time. Ranks as threads of one process (one CUDA context) first, then as
 # processes (a context each, which the GPU time-slices), once with every kernel loaded eagerly.
 step kernels-256M 30 "$KBENCH" --bytes 256M --iters 20 --types float,bfloat16 --ops sum
+# What crossing the bus costs (the executor engine reads host memory per command).
+step bus-latency 20 "$(bin gpu_bus_latency)"
 # 7. The trainer's CUDA path: braid-train and PyTorch on the same model, batch and precision, one
 # at a time (epoch 2 of the ResNet is the steady state to hold against PyTorch's timed steps).
 # Before the collective timings: it has never run on a GPU, they have.
