@@ -11,18 +11,26 @@ namespace {
 
 namespace kc = braid::kernels::cuda;
 
-// Waits spin, then yield, then sleep in 20 us steps (a command is short; a sweep's few are done
-// within microseconds of each other).
-constexpr int kSpinRounds = 64;
-
-void pause(int round) {
-  if (round < kSpinRounds) return;
-  if (round < 4 * kSpinRounds) {
-    sched_yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+// A wait spins for its first 100 us, yields until 1 ms, then sleeps in 20 us steps. A command
+// comes back in microseconds, and a sleep costs the timer's slack (tens of microseconds) on
+// every sweep of an op; a device collective's host runs on a GPU machine's many cores, so
+// spinning that long costs nobody a core.
+class Pacer {
+ public:
+  Pacer() : start_(std::chrono::steady_clock::now()) {}
+  void pause() {
+    const auto waited = std::chrono::steady_clock::now() - start_;
+    if (waited < std::chrono::microseconds(100)) return;
+    if (waited < std::chrono::milliseconds(1)) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
   }
-}
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
 
 kc::ExecCommand command(kc::ExecKind kind, void* dst0, void* dst1, const void* a, const void* b,
                         size_t count, const ExecArgs& args, uint64_t divisor) {
@@ -57,13 +65,12 @@ void KernelPieces::post(kc::ExecCommand c, const void* const* srcs, size_t elemB
                 rank_, runner_->what(args), dataTypeName(args.dtype), redOpName(args.op));
   if (!ring_.slotFree(ring_.posted())) {
     const Deadline deadline = Deadline::after(args.timeoutSeconds);
-    for (int round = 0; !ring_.slotFree(ring_.posted()); ++round) {
+    for (Pacer pacer; !ring_.slotFree(ring_.posted()); pacer.pause()) {
       if (deadline.expired()) {
         fail(ErrorCode::kTimeout,
              "rank {}: {}: the executor kernel did not free a ring slot in {} s (BRAID_TIMEOUT)",
              rank_, runner_->what(args), args.timeoutSeconds);
       }
-      pause(round);
     }
   }
   ring_.post(c, srcs);
@@ -127,20 +134,17 @@ void KernelPieces::finish(ProgramRunner& runner, const ExecArgs& args) {
   // Each command is bounded work for a running kernel (it runs: the op started only once its
   // executor said so), so this ends unless the GPU is lost; still bounded, and abort() is seen.
   const Deadline deadline = Deadline::after(args.timeoutSeconds);
-  for (int round = 0; !allDone(); ++round) {
-    if (round >= kSpinRounds) {
-      if (runner.aborted()) {
-        runner.failWaiting(ErrorCode::kAborted, args, "communicator aborted by this process");
-      }
-      if (deadline.expired()) {
-        runner.failWaiting(
-            ErrorCode::kTimeout, args,
-            fmt::format("the executor kernel did not finish command {} in {} s (a kernel fault "
-                        "stops it; BRAID_TIMEOUT)",
-                        waitFrom_, args.timeoutSeconds));
-      }
+  for (Pacer pacer; !allDone(); pacer.pause()) {
+    if (runner.aborted()) {
+      runner.failWaiting(ErrorCode::kAborted, args, "communicator aborted by this process");
     }
-    pause(round);
+    if (deadline.expired()) {
+      runner.failWaiting(
+          ErrorCode::kTimeout, args,
+          fmt::format("the executor kernel did not finish command {} in {} s (a kernel fault "
+                      "stops it; BRAID_TIMEOUT)",
+                      waitFrom_, args.timeoutSeconds));
+    }
   }
 }
 
@@ -148,7 +152,8 @@ void KernelPieces::abandon() {
   // Let posted commands end before buffers are given back (bounded: they are, unless the GPU
   // faulted, and then nothing more runs).
   const Deadline deadline = Deadline::after(timeoutSeconds_);
-  for (int round = 0; !allDone() && !deadline.expired(); ++round) pause(round);
+  for (Pacer pacer; !allDone() && !deadline.expired(); pacer.pause()) {
+  }
 }
 
 }  // namespace braid::comm::device
