@@ -235,6 +235,39 @@ class ClusterTest(unittest.TestCase):
                 f"{SUBNET}.{host + 1}/24")
         self.assertGone()
 
+    def test_run_binds_local_ranks(self):
+        # As braidrun on one host: local rank i pinned to the i-th usable CPU where a host's ranks
+        # fit the CPUs (every namespace host the same), none with --bind-to none.
+        usable = sorted(os.sched_getaffinity(0))
+        everything = ",".join(str(c) for c in usable)
+        script = 'echo "$RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2)"'
+
+        def allowed(*flags):
+            r = tool("run", "--hosts", "2", "--ranks-per-host", "2", "--name", self.name,
+                     *flags, "--", "sh", "-c", script)
+            out = {}
+            for line in r.stdout.strip().splitlines():
+                rank, cpus = line.split("] ", 1)[1].split()
+                out[int(rank)] = cpus
+            self.assertEqual(sorted(out), [0, 1, 2, 3], r.stdout)
+            return out
+
+        def listed(cpus):  # "0-1" / "0,1" as the kernel prints it, as a sorted list
+            result = []
+            for part in cpus.split(","):
+                lo, _, hi = part.partition("-")
+                result += list(range(int(lo), int(hi or lo) + 1))
+            return result
+
+        pinned = allowed()
+        for rank, cpus in pinned.items():
+            want = [usable[(rank % 2) % len(usable)]] if len(usable) >= 2 else usable
+            self.assertEqual(listed(cpus), want, f"rank {rank}: {pinned}")
+        free = allowed("--bind-to", "none")
+        for rank, cpus in free.items():
+            self.assertEqual(listed(cpus), usable, f"rank {rank}: {free} (all of {everything})")
+        self.assertGone()
+
     def test_run_failure_stops_others_and_tears_down(self):
         start = time.monotonic()
         r = tool("run", "--hosts", "2", "--ranks-per-host", "2", "--name", self.name, "--",

@@ -17,7 +17,8 @@ USAGE = """braid-cluster: a simulated multi-host cluster on one machine (network
   braid-cluster down [--name PREFIX]
   braid-cluster list
   braid-cluster exec [--name PREFIX] HOST -- CMD ARGS...
-  braid-cluster run --hosts H --ranks-per-host R [--rate ..] [--timeout S] -- CMD ARGS...
+  braid-cluster run --hosts H --ranks-per-host R [--rate ..] [--timeout S] [--bind-to core|none]
+                    -- CMD ARGS...
   braid-cluster mpirun --hosts H --ranks-per-host R [--rate ..] [--timeout S] -- CMD ARGS...
   braid-cluster bw --hosts 2 [--rate ..] [--bytes 64M] [--runs 3]
 
@@ -102,6 +103,10 @@ def _parser():
     _add_cluster_args(s, False)
     _add_job_args(s)
     s.add_argument("--master-port", type=int, default=DEFAULT_MASTER_PORT)
+    s.add_argument("--bind-to", choices=["core", "none"], default=None,
+                   help="core: pin local rank i of every host to the i-th usable CPU; none: no "
+                        "pinning (default: core where the ranks of a host fit the CPUs, as "
+                        "braidrun)")
     s = sub.add_parser("mpirun", help="run an Open MPI job over a cluster")
     _add_cluster_args(s, False)
     _add_job_args(s)
@@ -158,7 +163,9 @@ def _verb_run(args):
     if args.ranks_per_host < 1:
         raise netns.ClusterError("--ranks-per-host must be at least 1")
     return _with_cluster(args, lambda c: _run_job(
-        rank_procs(c, args.ranks_per_host, cmd, args.master_port), args, "braid-cluster"))
+        rank_procs(c, args.ranks_per_host, cmd, args.master_port,
+                   bind=None if args.bind_to is None else args.bind_to == "core"),
+        args, "braid-cluster"))
 
 
 def _verb_mpirun(args):

@@ -25,12 +25,14 @@ def _die_with_parent():
 
 
 class Proc:
-    """One process of the job: what to run, its output prefix, and how it went."""
+    """One process of the job: what to run, its output prefix, the CPU it is pinned to (None:
+    not pinned), and how it went."""
 
-    def __init__(self, label, argv, env, prefix):
+    def __init__(self, label, argv, env, prefix, cpu=None):
         self.label = label  # for messages, e.g. "rank 3 (h1)"
         self.argv = argv
         self.env = env
+        self.cpu = cpu
         self.prefix = prefix.encode() if prefix else b""
         self.popen = None
         self.code = None
@@ -105,9 +107,14 @@ class Job:
             out.flush()
 
     def _start(self, proc, sel):
+        def child_setup():
+            _die_with_parent()
+            if proc.cpu is not None:
+                os.sched_setaffinity(0, {proc.cpu})
+
         proc.popen = subprocess.Popen(proc.argv, env=proc.env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      start_new_session=True, preexec_fn=_die_with_parent)
+                                      start_new_session=True, preexec_fn=child_setup)
         for stream, out in ((proc.popen.stdout, sys.stdout.buffer),
                             (proc.popen.stderr, sys.stderr.buffer)):
             fd = stream.fileno()

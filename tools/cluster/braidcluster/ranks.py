@@ -8,12 +8,28 @@ from .netns import host_argv
 DEFAULT_MASTER_PORT = 29500  # torchrun's default; every cluster's namespaces are fresh
 
 
-def rank_procs(cluster, ranks_per_host, command, master_port=DEFAULT_MASTER_PORT, base_env=None):
+def local_cpus(ranks_per_host, bind=None):
+    """The CPU each local rank of a host is pinned to, or None for all: as braidrun does on one
+    host (`--bind-to core`, its default where the ranks fit the usable CPUs), local rank i on the
+    i-th usable CPU. Every namespace host poses as a machine of its own, so each pins its ranks
+    the same way. bind None: pin when ranks_per_host fits; True/False: always/never."""
+    usable = sorted(os.sched_getaffinity(0))
+    if bind is None:
+        bind = 0 < ranks_per_host <= len(usable)
+    if not bind or not usable:
+        return [None] * ranks_per_host
+    return [usable[i % len(usable)] for i in range(ranks_per_host)]
+
+
+def rank_procs(cluster, ranks_per_host, command, master_port=DEFAULT_MASTER_PORT, base_env=None,
+               bind=None):
     """One Proc per rank: rank r lives on host r // ranks_per_host, with torchrun's variables
     (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR = host 0's
     address, MASTER_PORT), BRAID_HOSTNAME = the host's namespace name (braid groups ranks into
-    nodes by it) and one BRAID_SECRET for the whole job, as braidrun sets them."""
+    nodes by it) and one BRAID_SECRET for the whole job, as braidrun sets them; pinned as
+    local_cpus(ranks_per_host, bind) says."""
     env0 = dict(os.environ if base_env is None else base_env)
+    cpus = local_cpus(ranks_per_host, bind)
     world = cluster.hosts * ranks_per_host
     secret = secrets.token_hex(16)
     procs = []
@@ -34,5 +50,6 @@ def rank_procs(cluster, ranks_per_host, command, master_port=DEFAULT_MASTER_PORT
                 "BRAID_SECRET": secret,
             })
             argv = host_argv(cluster.ns(host), command)
-            procs.append(Proc(f"rank {rank} (h{host})", argv, env, f"[h{host}.r{rank}] "))
+            procs.append(Proc(f"rank {rank} (h{host})", argv, env, f"[h{host}.r{rank}] ",
+                              cpus[local]))
     return procs
