@@ -66,7 +66,7 @@ void CommState::completeOp(Request::Op& op, ErrorCode code, std::string message,
   op.code = code;
   op.message = std::move(message);
   // opEnded before done: a waiter that returns may destroy the communicator's records' owner.
-  opEnded(op.desc, code == ErrorCode::kOk ? std::string() : op.message, ran);
+  opEnded(op.desc, code == ErrorCode::kOk ? std::string_view() : std::string_view(op.message), ran);
   op.done.store(true, std::memory_order_seq_cst);
   if (op.sleepers.load(std::memory_order_seq_cst) > 0) {
     { std::lock_guard<std::mutex> opLock(op.mutex); }  // a counted sleeper is inside wait now
@@ -156,10 +156,15 @@ const comm::RankProgram& CommState::program(const comm::ScheduleSpec& spec) {
   }
   ProgramKey key{int(spec.shape), int(spec.family), spec.count,        spec.root,
                  spec.lanes,      spec.inPlace,     spec.elemsPerPiece};
+  if (lastProgram != nullptr && key == lastProgramKey) return *lastProgram;
   auto it = programs.find(key);
-  if (it != programs.end()) return *it->second;
-  if (programs.size() >= 256) programs.clear();
-  return *programs.emplace(key, build()).first->second;
+  if (it == programs.end()) {
+    if (programs.size() >= 256) programs.clear();
+    it = programs.emplace(key, build()).first;
+  }
+  lastProgramKey = key;
+  lastProgram = it->second.get();
+  return *lastProgram;
 }
 
 void CommState::execute(const OpDesc& d, uint64_t ticket) {
@@ -172,7 +177,7 @@ void CommState::execute(const OpDesc& d, uint64_t ticket) {
   // Success is recorded by the caller: completeOp for a queued op, runBlocking for its own.
 }
 
-void CommState::opEnded(const OpDesc& d, const std::string& error, bool ran) {
+void CommState::opEnded(const OpDesc& d, std::string_view error, bool ran) {
   const int64_t tick = recorder.ended(d, error);
   if (board && ran) board->ended(d, error.empty(), tick);
 }

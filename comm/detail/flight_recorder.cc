@@ -151,7 +151,7 @@ void FlightRecorder::ranAs(const OpDesc& d, Algorithm algorithm) {
   s->kind.store(packKind(d, algorithm, State::kStarted), std::memory_order_relaxed);
 }
 
-int64_t FlightRecorder::ended(const OpDesc& d, const std::string& error) {
+int64_t FlightRecorder::ended(const OpDesc& d, std::string_view error) {
   if (capacity_ == 0) return 0;
   const int64_t now = tick();
   Slot* s = slotOf(d.recorded);
@@ -161,7 +161,7 @@ int64_t FlightRecorder::ended(const OpDesc& d, const std::string& error) {
   if (state == State::kCompleted || state == State::kFailed) return now;
   if (!error.empty()) {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    errors_[d.recorded] = error;
+    errors_[d.recorded] = std::string(error);
     while (errors_.size() > capacity_) errors_.erase(errors_.begin());
   }
   s->endedTick.store(now, std::memory_order_relaxed);

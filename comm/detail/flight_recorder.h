@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "braid/braid.hpp"
@@ -58,7 +59,7 @@ class FlightRecorder {
   void ranAs(const OpDesc& d, Algorithm algorithm);
   /// `error` empty when it succeeded. Only the first end of an op counts. Returns the tick it
   /// took as the end (0 when it keeps nothing).
-  int64_t ended(const OpDesc& d, const std::string& error);
+  int64_t ended(const OpDesc& d, std::string_view error);
 
   size_t size() const;
   /// The recorded entries, oldest first.

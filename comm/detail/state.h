@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -197,7 +198,7 @@ struct CommState {
 
   /// An op's end for the recorder and, when it ran (see completeOp), the board (error "" when it
   /// succeeded).
-  void opEnded(const OpDesc& d, const std::string& error, bool ran = true);
+  void opEnded(const OpDesc& d, std::string_view error, bool ran = true);
   /// The stuck-rank report (Communicator::statusReport).
   std::string statusReport() const;
   /// Its lines: this host's board, and the other hosts' asked through their status servers.
@@ -206,6 +207,10 @@ struct CommState {
   // Programs by (shape, family, count, root, lanes, inPlace, elemsPerPiece).
   using ProgramKey = std::tuple<int, int, size_t, int, int, bool, size_t>;
   std::map<ProgramKey, std::shared_ptr<const comm::RankProgram>> programs;
+  // The last one program() returned (a program of `programs`; null after they are cleared):
+  // repeated calls of one shape skip the map's lookup.
+  ProgramKey lastProgramKey;
+  const comm::RankProgram* lastProgram = nullptr;
 
   /// Validates and numbers a call (throws kInvalidUsage, touching nothing). Caller holds
   /// queueMutex, so numbering order is execution order.

@@ -513,16 +513,18 @@ void ProgramRunner::slowPathChecks(const ExecArgs& args, bool checkPeers) {
 }
 
 void ProgramRunner::addCursor(const LaneRun& run) {
-  Cursor c;
+  // Filled where it lies: a cursor built on the stack and copied in was read back as wide loads
+  // right after its narrow stores (a store-forwarding stall per lane of every op).
+  const size_t index = firstIndex_ + cursors_.size();
+  Cursor& c = cursors_.emplace_back();
   c.lane = run.lane;
   c.args = run.args;
   c.meta = encodeHeader(run.args->header);
   c.elemSize = dataTypeSize(run.args->dtype);
-  c.index = firstIndex_ + cursors_.size();
+  c.index = index;
   const Step& head = run.lane->steps.front();
   c.p2pRecv = run.args->header.coll == Collective::kSend && primReceives(head.prim);
   c.anySource = c.p2pRecv && run.args->anySource;
-  cursors_.push_back(c);
   if (c.anySource) {
     ++unmatchedAny_;
     return;  // no peer yet: startRecv orders it against the others
